@@ -1,0 +1,201 @@
+"""Frozen configuration: per-type policies, write policy, recall weights, presets.
+
+Every tunable number lives here under a name, never as a literal in a stage.
+A ``Config`` is immutable; ``Config.with_changes`` returns a modified copy and
+``Config.preset(name)`` returns one of the named presets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from types import MappingProxyType
+from typing import Any
+
+from engram.errors import ConfigError
+from engram.types import Retention, SourceKind, Tier
+
+__all__ = [
+    "RETENTION_PERIODS",
+    "Budget",
+    "Config",
+    "RecallConfig",
+    "ScoreWeights",
+    "StoreConfig",
+    "TypePolicy",
+    "WritePolicy",
+    "default_types",
+]
+
+RETENTION_PERIODS: Mapping[Retention, timedelta | None] = MappingProxyType(
+    {
+        Retention.TRANSIENT: timedelta(hours=1),
+        Retention.SESSION: timedelta(hours=24),
+        Retention.SHORT_TERM: timedelta(days=7),
+        Retention.MEDIUM_TERM: timedelta(days=90),
+        Retention.LONG_TERM: timedelta(days=365),
+        Retention.PERMANENT: None,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TypePolicy:
+    """How one memory type behaves: its tier, decay, floor, retention and prompt section.
+
+    ``half_life_days`` of ``None`` means the type does not decay with age (stable
+    facts such as a timezone). ``quota`` caps how many items of this type one
+    recall may select.
+    """
+
+    tier: Tier
+    half_life_days: float | None
+    confidence_floor: float
+    retention: Retention
+    section: str
+    quota: int = 3
+
+
+def default_types() -> Mapping[str, TypePolicy]:
+    """The built-in type set (SPEC section 2); configuration may replace it."""
+    sem, epi, proc, work = Tier.SEMANTIC, Tier.EPISODIC, Tier.PROCEDURAL, Tier.WORKING
+    long, med, perm = Retention.LONG_TERM, Retention.MEDIUM_TERM, Retention.PERMANENT
+    return MappingProxyType(
+        {
+            "constraint": TypePolicy(sem, None, 0.5, perm, "constraints", 4),
+            "rule": TypePolicy(sem, None, 0.5, perm, "constraints", 4),
+            "preference": TypePolicy(sem, 365.0, 0.5, long, "preferences", 3),
+            "profile": TypePolicy(sem, None, 0.5, long, "preferences", 3),
+            "decision": TypePolicy(sem, 180.0, 0.5, long, "decisions", 3),
+            "fact": TypePolicy(sem, 365.0, 0.4, long, "preferences", 4),
+            "episode": TypePolicy(epi, 60.0, 0.3, med, "episodes", 3),
+            "incident": TypePolicy(epi, 45.0, 0.3, med, "episodes", 2),
+            "summary": TypePolicy(epi, 90.0, 0.3, long, "episodes", 2),
+            "procedure": TypePolicy(proc, 120.0, 0.4, perm, "procedures", 2),
+            "task_state": TypePolicy(work, 2.0, 0.0, Retention.SESSION, "task_state", 3),
+        }
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class WritePolicy:
+    """Limits and rules the write path enforces before anything is stored."""
+
+    max_content_bytes: int = 8192
+    conflict_threshold: float = 0.8
+    untrusted_sources: frozenset[SourceKind] = frozenset(
+        {SourceKind.DOCUMENT, SourceKind.TOOL, SourceKind.SHARE}
+    )
+    reject_secrets: bool = True
+    personal_data_needs_consent: bool = True
+    reject_transient_chatter: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreWeights:
+    """Weights of the rerank components (SPEC section 4); they need not sum to 1."""
+
+    semantic: float = 0.32
+    lexical: float = 0.18
+    task_fit: float = 0.12
+    scope: float = 0.12
+    authority: float = 0.10
+    freshness: float = 0.06
+    confidence: float = 0.05
+    usage: float = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """How much memory one recall may put in a prompt."""
+
+    max_items: int = 6
+    max_tokens: int = 700
+    per_type: Mapping[str, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallConfig:
+    """Named limits and thresholds of the read path."""
+
+    key_limit: int = 50
+    lexical_limit: int = 50
+    vector_limit: int = 50
+    recent_limit: int = 20
+    working_limit: int = 20
+    rrf_k: int = 60
+    relevance_floor: float = 0.30
+    near_duplicate_cosine: float = 0.95
+    ambiguity_confidence: float = 0.8
+    mmr_lambda: float = 0.75
+    usage_saturation: int = 20
+    weights: ScoreWeights = field(default_factory=ScoreWeights)
+    budget: Budget = field(default_factory=Budget)
+    trace_retention: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class StoreConfig:
+    """Storage knobs: SQLite timeouts and the in-memory vector cache size."""
+
+    busy_timeout_ms: int = 5000
+    vector_cache_rows: int = 2_000_000
+    insert_chunk: int = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Everything tunable about one Engram instance."""
+
+    types: Mapping[str, TypePolicy] = field(default_factory=default_types)
+    write: WritePolicy = field(default_factory=WritePolicy)
+    recall: RecallConfig = field(default_factory=RecallConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
+    default_type: str = "fact"
+
+    def __post_init__(self) -> None:
+        if not self.types:
+            raise ConfigError("config.types must define at least one memory type")
+        if self.default_type not in self.types:
+            raise ConfigError(f"default_type {self.default_type!r} is not in config.types")
+        object.__setattr__(self, "types", MappingProxyType(dict(self.types)))
+
+    def policy(self, type_name: str) -> TypePolicy:
+        """The policy of ``type_name``; raises ConfigError for an unknown type."""
+        try:
+            return self.types[type_name]
+        except KeyError:
+            known = ", ".join(sorted(self.types))
+            raise ConfigError(f"unknown memory type {type_name!r}; known: {known}") from None
+
+    def with_changes(self, **changes: Any) -> Config:
+        """A copy with top-level fields replaced."""
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def preset(cls, name: str) -> Config:
+        """One of the named presets: ``default``, ``strict``, ``assistant``."""
+        try:
+            return _PRESETS[name]()
+        except KeyError:
+            raise ConfigError(f"unknown preset {name!r}; known: {sorted(_PRESETS)}") from None
+
+
+def _strict() -> Config:
+    """Higher floors and a smaller content limit, for high-stakes agents."""
+    return Config(
+        write=WritePolicy(max_content_bytes=4096, conflict_threshold=0.9),
+        recall=RecallConfig(relevance_floor=0.4),
+    )
+
+
+def _assistant() -> Config:
+    """A personal assistant: episodes decay slower, more items per recall."""
+    types = dict(default_types())
+    types["episode"] = dataclasses.replace(types["episode"], half_life_days=180.0, quota=4)
+    return Config(types=types, recall=RecallConfig(budget=Budget(max_items=10, max_tokens=1200)))
+
+
+_PRESETS = {"default": Config, "strict": _strict, "assistant": _assistant}

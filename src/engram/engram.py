@@ -1,0 +1,260 @@
+"""The facade: the Python SDK of SPEC section 7.
+
+Each method validates its arguments at this edge, resolves the caller's
+``Context`` into a ``Scope`` (raising ``IncompleteIdentity`` when tenant or user
+is missing), and delegates to the write path, the read path or a lifecycle
+operation. No method here builds SQL or decides policy.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from engram.clock import Clock, SystemClock, require_aware
+from engram.config import Config
+from engram.embed import Embedder, create_embedder
+from engram.errors import ConfigError, InvalidArgument, NotFound
+from engram.lifecycle import forget as forgetting
+from engram.lifecycle.transfer import ImportReport, export_rows, import_rows
+from engram.scope import GLOBAL, Context, Scope, parse_scope, resolve
+from engram.store.audit import AuditReport
+from engram.store.base import Store
+from engram.store.predicate import NO_AGENT, NO_USER, Visibility
+from engram.store.sqlite import SQLiteStore
+from engram.types import Authority, Record, Status, WriteResult, parse_enum
+from engram.write import corrections
+from engram.write.commit import Owner
+from engram.write.index import RebuildReport, rebuild
+from engram.write.path import WritePath
+from engram.write.proposal import build_proposal
+
+__all__ = ["Engram"]
+
+_STATUS_ALL = tuple(status.value for status in Status)
+
+
+def _sqlite_path(url: str) -> str:
+    """``sqlite:///rel.db``, ``sqlite:////abs.db``, ``sqlite://:memory:`` or a bare path."""
+    if url.startswith("sqlite://"):
+        rest = url[len("sqlite://") :]
+        if rest in (":memory:", "/:memory:"):
+            return ":memory:"
+        if not rest.startswith("/") or len(rest) < 2:
+            raise ConfigError(f"sqlite URL must be sqlite:///path or sqlite://:memory:, got {url}")
+        return rest[1:]
+    if "://" in url:
+        scheme = url.split("://", 1)[0]
+        raise ConfigError(f"unsupported store URL scheme {scheme!r}; use sqlite:///path")
+    return url
+
+
+def _actor(scope: Scope) -> str:
+    return f"agent:{scope.agent_id}" if scope.agent_id else f"user:{scope.user_id}"
+
+
+class Engram:
+    """A governed memory store for AI agents. Open one with ``Engram.open``."""
+
+    def __init__(
+        self, store: Store, embedder: Embedder, config: Config | None = None,
+        clock: Clock | None = None,
+    ) -> None:  # fmt: skip
+        self.config = config or Config()
+        self.store = store
+        self.embedder = embedder
+        self.clock: Clock = clock or SystemClock()
+        self._writer = WritePath(store, embedder, self.config)
+
+    @classmethod
+    def open(
+        cls,
+        url: str = "sqlite:///engram.db",
+        *,
+        embedder: str | Embedder = "local",
+        config: Config | None = None,
+        clock: Clock | None = None,
+        **embedder_options: Any,
+    ) -> Engram:
+        """Open (creating if needed) the store at ``url`` with the given embedder."""
+        if not isinstance(url, str) or not url:
+            raise InvalidArgument("url must be a non-empty string such as sqlite:///engram.db")
+        config = config or Config()
+        store = SQLiteStore(_sqlite_path(url), config.store)
+        return cls(store, create_embedder(embedder, **embedder_options), config, clock)
+
+    def close(self) -> None:
+        """Release the store; the instance is unusable afterwards."""
+        self.store.close()
+
+    def __enter__(self) -> Engram:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- helpers ---------------------------------------------------------------
+
+    def _now(self, now: datetime | None) -> datetime:
+        return self.clock.now() if now is None else require_aware(now, "now")
+
+    def _visible(self, ctx: Context) -> tuple[Scope, Visibility]:
+        scope = resolve(ctx)
+        return scope, Visibility.of(scope)
+
+    def _record(self, vis: Visibility, memory_id: object) -> Record:
+        if not isinstance(memory_id, str) or not memory_id:
+            raise InvalidArgument("memory_id must be a non-empty string")
+        record = self.store.get(vis, memory_id)
+        if record is None:
+            raise NotFound(f"no memory {memory_id!r} is visible to this context")
+        return record
+
+    # -- write path --------------------------------------------------------------
+
+    def remember(self, ctx: Context, content: str, *, now: datetime | None = None,
+                 **fields: Any) -> WriteResult:  # fmt: skip
+        """Propose one memory; the write path decides ADD, CONFIRM, SUPERSEDE, ... or REJECT.
+
+        ``fields`` are the keyword arguments of SPEC section 7 (type, scope, key,
+        value, authority, confidence, valid_from, valid_to, observed_at, source,
+        sensitivity, consent_basis, retention, importance, private, purpose).
+        """
+        return self.remember_many(ctx, [{"content": content, **fields}], now=now)[0]
+
+    def remember_many(
+        self, ctx: Context, items: Iterable[Mapping[str, Any]], *, now: datetime | None = None
+    ) -> list[WriteResult]:
+        """Propose many memories in one transaction (all land or none)."""
+        scope = resolve(ctx)
+        when = self._now(now)
+        groups: dict[str, list[tuple[int, Any]]] = {}
+        for index, item in enumerate(items):
+            if not isinstance(item, Mapping) or "content" not in item:
+                raise InvalidArgument(f"item {index} must be a mapping with 'content'")
+            fields = dict(item)
+            target = parse_scope(fields.pop("scope", "user"), scope)
+            proposal = build_proposal(self.config, fields.pop("content"), scope=target, **fields)
+            if proposal.authority == Authority.EXPLICIT_ADMIN:
+                raise InvalidArgument("authority explicit_admin is reserved to remember_global")
+            groups.setdefault(target, []).append((index, proposal))
+        return self._write_groups(scope, groups, when)
+
+    def _write_groups(
+        self, scope: Scope, groups: Mapping[str, list[tuple[int, Any]]], when: datetime
+    ) -> list[WriteResult]:
+        results: dict[int, WriteResult] = {}
+        with self.store.transaction():
+            for target, pairs in groups.items():
+                owner = Owner(scope.tenant_id, scope.user_id, scope.agent_id or NO_AGENT,
+                              target, _actor(scope))  # fmt: skip
+                written = self._writer.write(owner, [p for _, p in pairs], when)
+                results.update(zip((i for i, _ in pairs), written, strict=True))
+        return [results[i] for i in sorted(results)]
+
+    def remember_global(self, tenant_id: str, content: str, *, now: datetime | None = None,
+                        **fields: Any) -> WriteResult:  # fmt: skip
+        """Administrative write of a tenant-wide (``global``) memory; authority explicit_admin."""
+        scope = resolve(Context(tenant_id=tenant_id, user_id="admin"))
+        fields.pop("scope", None)
+        fields.setdefault("authority", Authority.EXPLICIT_ADMIN)
+        proposal = build_proposal(self.config, content, scope=GLOBAL, **fields)
+        owner = Owner(scope.tenant_id, NO_USER, NO_AGENT, GLOBAL, "admin")
+        return self._writer.write(owner, [proposal], self._now(now))[0]
+
+    def correct(self, ctx: Context, memory_id: str, content: str, value: Any = None,
+                now: datetime | None = None) -> WriteResult:  # fmt: skip
+        """Replace a memory with a corrected version (a SUPERSEDE; history is kept)."""
+        scope, vis = self._visible(ctx)
+        if not isinstance(content, str):
+            raise InvalidArgument("content must be a string")
+        build_proposal(self.config, content, value=value)
+        record = self._record(vis, memory_id)
+        return corrections.correct(self.store, self.embedder, self.config, vis, record,
+                                   content, value, _actor(scope), self._now(now))  # fmt: skip
+
+    def retract(self, ctx: Context, memory_id: str, reason: str = "retracted by the user",
+                now: datetime | None = None) -> WriteResult:  # fmt: skip
+        """Mark a memory wrong: kept in history, never recalled again."""
+        scope, vis = self._visible(ctx)
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidArgument("reason must be a non-empty string")
+        record = self._record(vis, memory_id)
+        return corrections.retract(self.store, vis, record, reason, _actor(scope),
+                                   self._now(now))  # fmt: skip
+
+    def expire(self, ctx: Context, memory_id: str, now: datetime | None = None) -> WriteResult:
+        """End a memory's validity now (EXPIRE)."""
+        scope, vis = self._visible(ctx)
+        record = self._record(vis, memory_id)
+        return corrections.expire(self.store, vis, record, _actor(scope), self._now(now))
+
+    def forget(self, ctx: Context, memory_id: str) -> forgetting.ForgetReceipt:
+        """Hard-delete a memory, all its versions and copies derived from them."""
+        scope, vis = self._visible(ctx)
+        record = self._record(vis, memory_id)
+        return forgetting.forget(self.store, vis, record, _actor(scope), self._now(None))
+
+    def erase_subject(self, tenant_id: str, user_id: str) -> forgetting.ErasureReceipt:
+        """Administrative erasure of one user's every record, vector, trace and derived copy."""
+        scope = resolve(Context(tenant_id=tenant_id, user_id=user_id))
+        return forgetting.erase_subject(self.store, scope.tenant_id, scope.user_id,
+                                        self._now(None))  # fmt: skip
+
+    # -- reads ---------------------------------------------------------------------
+
+    def get(self, ctx: Context, memory_id: str) -> Record:
+        """One memory by id; ``NotFound`` when it is not visible to ``ctx``."""
+        _, vis = self._visible(ctx)
+        return self._record(vis, memory_id)
+
+    def list(
+        self, ctx: Context, type: str | None = None,
+        status: str | Status | Sequence[str | Status] | None = "active",
+        limit: int = 100, offset: int = 0,
+    ) -> builtins.list[Record]:  # fmt: skip
+        """Visible memories, newest first; ``status=None`` lists every status."""
+        _, vis = self._visible(ctx)
+        if type is not None:
+            self.config.policy(type)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
+            raise InvalidArgument("limit must be an integer between 1 and 10000")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidArgument("offset must be a non-negative integer")
+        return self.store.listing(vis, type, _statuses(status), limit, offset)
+
+    def history(self, ctx: Context, memory_id: str) -> builtins.list[Record]:
+        """The version chain through a memory, oldest first."""
+        _, vis = self._visible(ctx)
+        record = self._record(vis, memory_id)
+        return self.store.history(vis, record.id)
+
+    def export(self, ctx: Context) -> builtins.list[dict[str, Any]]:
+        """Every visible memory in every status, with version links, as plain rows."""
+        _, vis = self._visible(ctx)
+        return export_rows(self.store.export(vis))
+
+    def import_records(self, ctx: Context, rows: Sequence[Mapping[str, Any]]) -> ImportReport:
+        """Import exported rows under ``ctx``'s ownership (ids re-issued, links kept)."""
+        scope = resolve(ctx)
+        return import_rows(self.store, self.embedder, self.config, scope, rows, self._now(None))
+
+    # -- maintenance ---------------------------------------------------------------
+
+    def audit_verify(self) -> AuditReport:
+        """Recompute the audit hash chain."""
+        return self.store.verify_audit()
+
+    def rebuild_index(self) -> RebuildReport:
+        """Regenerate the lexical and vector indexes from the records (current embedder)."""
+        return rebuild(self.store, self.embedder)
+
+
+def _statuses(status: str | Status | Sequence[str | Status] | None) -> tuple[str, ...]:
+    if status is None:
+        return _STATUS_ALL
+    if isinstance(status, str):
+        return (parse_enum(Status, status, "status").value,)
+    return tuple(parse_enum(Status, s, "status").value for s in status)

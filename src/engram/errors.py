@@ -1,0 +1,74 @@
+"""Every error Engram raises, rooted at one class.
+
+Callers catch ``EngramError`` for anything Engram-specific, or the builtin each
+error also derives from (``ValueError``, ``LookupError``, ``PermissionError``)
+when they do not care that it came from Engram.
+
+    EngramError
+    ├── InvalidArgument (ValueError)       bad input at a public edge
+    │   ├── IncompleteIdentity             context lacks tenant or user
+    │   └── ConfigError                    configuration cannot be used
+    ├── NotFound (LookupError)             no such record in the caller's view
+    ├── Forbidden (PermissionError)        the caller may not do this
+    ├── StoreError                         the database failed or is unusable
+    │   ├── MigrationError                 the schema could not be brought up to date
+    │   └── IndexMismatch                  stored vectors come from another embedder
+    └── EmbeddingError                     the embedder failed or is not installed
+
+Recall outcomes such as ``empty`` or ``ambiguous`` are statuses, not errors.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "EmbeddingError",
+    "EngramError",
+    "Forbidden",
+    "IncompleteIdentity",
+    "IndexMismatch",
+    "InvalidArgument",
+    "MigrationError",
+    "NotFound",
+    "StoreError",
+]
+
+
+class EngramError(Exception):
+    """Root of every error Engram raises on purpose."""
+
+
+class InvalidArgument(EngramError, ValueError):
+    """An argument is malformed; the message says which one and how to fix it."""
+
+
+class IncompleteIdentity(InvalidArgument):
+    """A context lacks tenant or user, so no visibility can be derived from it."""
+
+
+class ConfigError(InvalidArgument):
+    """A configuration value is missing, malformed or inconsistent."""
+
+
+class NotFound(EngramError, LookupError):
+    """No record with that id is visible to the caller (it may exist elsewhere)."""
+
+
+class Forbidden(EngramError, PermissionError):
+    """The caller's identity does not allow the operation (e.g. writing global scope)."""
+
+
+class StoreError(EngramError):
+    """The storage backend failed or is in a state Engram cannot use."""
+
+
+class MigrationError(StoreError):
+    """The schema could not be migrated; the database was left as it was."""
+
+
+class IndexMismatch(StoreError):
+    """Vector search was refused because stored vectors come from another model."""
+
+
+class EmbeddingError(EngramError):
+    """The embedder could not produce vectors (not installed, failed, bad answer)."""

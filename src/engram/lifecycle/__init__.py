@@ -1,0 +1,1 @@
+"""Lifecycle operations: forgetting, erasure, export and import."""

@@ -1,0 +1,179 @@
+"""The storage contract every backend implements (SQLite now, PostgreSQL later).
+
+It is deliberately narrow: scoped reads that take a predicate value, the four
+candidate queries recall uses, write-slot lookups, row writes, the audit chain
+and derived-index maintenance. Everything else (policy, decisions, ranking) is
+written once above it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engram.store.audit import AuditEntry, AuditReport
+from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
+from engram.types import Record
+
+__all__ = ["Store"]
+
+
+class Store(Protocol):
+    """A system of record with lexical and vector indexes derived from it."""
+
+    tracer: Callable[[str, Mapping[str, Any]], None] | None
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """An atomic unit of work; nested calls become savepoints."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection."""
+        ...
+
+    # scoped reads
+    def get(self, vis: Visibility, record_id: str) -> Record | None:
+        """One visible record."""
+        ...
+
+    def fetch(self, vis: Visibility, ids: Sequence[str]) -> list[Record]:
+        """Visible records among ``ids`` in that order."""
+        ...
+
+    def listing(
+        self, vis: Visibility, type_name: str | None, statuses: Sequence[str], limit: int,
+        offset: int = 0,
+    ) -> list[Record]:  # fmt: skip
+        """Visible records, newest first."""
+        ...
+
+    def history(self, vis: Visibility, record_id: str) -> list[Record]:
+        """The visible version chain, oldest first."""
+        ...
+
+    def export(self, vis: Visibility) -> list[Record]:
+        """Every visible record in every status."""
+        ...
+
+    # candidate queries
+    def by_key(
+        self, vis: Visibility, keys: Sequence[str], statuses: Sequence[str], limit: int
+    ) -> list[Record]:
+        """Exact key lookup."""
+        ...
+
+    def lexical(
+        self, vis: Visibility, text: str, statuses: Sequence[str], limit: int
+    ) -> list[tuple[str, float]]:
+        """BM25 top-k as (id, score), higher is better."""
+        ...
+
+    def vector(
+        self, vis: Visibility, query: NDArray[np.float32], model: str,
+        statuses: Sequence[str], limit: int,
+    ) -> list[tuple[str, float]]:  # fmt: skip
+        """Exact cosine top-k as (id, score)."""
+        ...
+
+    def recent(
+        self, vis: Visibility, statuses: Sequence[str], limit: int,
+        types: Sequence[str] | None = None,
+    ) -> list[Record]:  # fmt: skip
+        """Most recently observed visible records."""
+        ...
+
+    # writes
+    def slot_by_key(self, slot: OwnerSlot, key: str, statuses: Sequence[str]) -> list[Record]:
+        """Versions of a key in one write slot."""
+        ...
+
+    def slot_by_hash(
+        self, slot: OwnerSlot, content_hash: str, statuses: Sequence[str]
+    ) -> list[Record]:
+        """Same-content records in one write slot."""
+        ...
+
+    def insert(self, record: Record, vector: NDArray[np.float32] | None) -> None:
+        """Insert a record (and its vector)."""
+        ...
+
+    def update(self, record: Record) -> None:
+        """Write a record's mutable fields."""
+        ...
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Hard-delete records with their index entries."""
+        ...
+
+    def subject_ids(self, subject: Subject) -> list[str]:
+        """Every record id of one subject."""
+        ...
+
+    def derived_ids(self, tenant: Tenant, ids: Sequence[str]) -> list[str]:
+        """Ids of tenant records derived from any of ``ids``."""
+        ...
+
+    def subject_residue(self, subject: Subject) -> int:
+        """Rows a subject still has anywhere."""
+        ...
+
+    def delete_traces(self, subject: Subject) -> int:
+        """Delete a subject's traces."""
+        ...
+
+    def forget_partition(self, subject: Subject) -> None:
+        """Drop in-memory copies of a subject's vectors."""
+        ...
+
+    def touch(self, vis: Visibility, ids: Sequence[str], now_us: int) -> None:
+        """Count accesses."""
+        ...
+
+    # vectors, meta, audit, rebuild
+    def vector_model(self) -> str | None:
+        """Model of the stored vectors."""
+        ...
+
+    def check_vector_model(self, model: str) -> None:
+        """Raise IndexMismatch for another model."""
+        ...
+
+    def meta_get(self, key: str) -> str | None:
+        """Read a meta value."""
+        ...
+
+    def meta_set(self, key: str, value: str) -> None:
+        """Write a meta value."""
+        ...
+
+    def append_audit(self, entry: AuditEntry) -> str:
+        """Chain and append an audit entry."""
+        ...
+
+    def verify_audit(self) -> AuditReport:
+        """Check the whole chain."""
+        ...
+
+    def audit_entries(self, subject: Subject) -> list[dict[str, Any]]:
+        """A subject's audit entries."""
+        ...
+
+    def rebuild_lexical(self) -> None:
+        """Regenerate the lexical index."""
+        ...
+
+    def iter_all(self, batch: int) -> Iterator[list[Record]]:
+        """Every record in batches."""
+        ...
+
+    def reset_vectors(self) -> None:
+        """Drop every vector."""
+        ...
+
+    def put_vectors(self, records: Sequence[Record], vectors: NDArray[np.float32]) -> None:
+        """Store vectors for existing records."""
+        ...

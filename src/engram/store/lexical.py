@@ -1,0 +1,46 @@
+"""Query text -> a safe FTS5 MATCH expression.
+
+Each term is quoted, so user text can never inject FTS5 syntax; stopwords are
+dropped because they cost the most (longest doclists) and score the least.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["STOPWORDS", "match_expression", "terms"]
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_MAX_TERMS = 24
+
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren as at be because been
+    before being below between both but by can cannot could did didn do does doesn doing
+    don down during each few for from further had has have having he her here hers herself
+    him himself his how i if in into is isn it its itself just let me more most my myself
+    no nor not now of off on once only or other ought our ours ourselves out over own same
+    she should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where which
+    while who whom why will with would you your yours yourself yourselves s t d ll m re ve
+    also get got really like okay ok yeah yes hey hi oh well much many still even ever
+    """.split()
+)
+
+
+def terms(text: str) -> list[str]:
+    """Lowercased content words of ``text``, deduplicated, in order, capped."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(text.lower()):
+        if word not in STOPWORDS and word not in seen:
+            seen[word] = None
+    return list(seen)[:_MAX_TERMS]
+
+
+def match_expression(text: str) -> str | None:
+    """An OR of quoted terms over the ``content`` column, or None if nothing is left."""
+    words = terms(text)
+    if not words:
+        return None
+    quoted = " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
+    return f"content : ({quoted})"

@@ -1,0 +1,174 @@
+"""THE scope predicate: the only code that writes ownership conditions.
+
+Every storage read that can return a record filters with one of the values
+below, rendered here and nowhere else:
+
+* ``Visibility``: what a resolved ``Scope`` may read (SPEC principle 1);
+* ``Subject``: every record of one user of one tenant, for administrative
+  export and erasure;
+* ``Tenant``: every record of a tenant, for an administrator following derived
+  copies of erased records across users;
+* ``OwnerSlot``: the single (tenant, user, agent, scope) slot a write lands in,
+  used to find the versions a new write confirms, supersedes or contests.
+
+Storage encodes "no user" (tenant-wide ``global`` records) and "any agent" as the
+empty string, so each condition is an equality or a fixed-arity ``IN`` over
+indexed columns, with constant SQL text and bound parameters. The same rules are
+rendered for the in-memory vector partitions (``Visibility.row_mask``) and for the
+FTS5 owner column (``owner_token``), so vector and lexical search are scoped
+before anything is scored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engram.scope import GLOBAL, USER, Scope
+
+__all__ = [
+    "NO_AGENT",
+    "NO_USER",
+    "OwnerSlot",
+    "Subject",
+    "Tenant",
+    "Visibility",
+    "owner_token",
+]
+
+NO_USER = ""
+NO_AGENT = ""
+_NAMED_SLOTS = 4  # task, session, repo, project
+
+
+def owner_token(tenant_id: str, user_id: str) -> str:
+    """The FTS5 token that marks rows of one (tenant, user) partition."""
+    digest = hashlib.blake2b(f"{tenant_id}\x1f{user_id}".encode(), digest_size=10)
+    return "o" + digest.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Visibility:
+    """The records a resolved scope may read."""
+
+    tenant_id: str
+    user_id: str
+    agent_id: str
+    named: tuple[str | None, ...]
+
+    @classmethod
+    def of(cls, scope: Scope) -> Visibility:
+        """The visibility of a resolved scope."""
+        named: list[str | None] = [s for s in scope.named_scopes if s != USER]
+        named += [None] * (_NAMED_SLOTS - len(named))
+        return cls(scope.tenant_id, scope.user_id, scope.agent_id or NO_AGENT, tuple(named))
+
+    def sql(self, alias: str = "r") -> tuple[str, dict[str, Any]]:
+        """A boolean SQL condition over ``alias`` and its named parameters."""
+        a = alias
+        text = (
+            f"({a}.tenant_id = :vis_tenant"
+            f" AND {a}.user_id IN (:vis_user, '')"
+            f" AND {a}.scope IN ('{USER}', '{GLOBAL}', :vis_s0, :vis_s1, :vis_s2, :vis_s3)"
+            f" AND {a}.agent_id IN ('', :vis_agent)"
+            f" AND ({a}.user_id <> '' OR {a}.scope = '{GLOBAL}'))"
+        )
+        params: dict[str, Any] = {
+            "vis_tenant": self.tenant_id,
+            "vis_user": self.user_id,
+            "vis_agent": self.agent_id,
+        }
+        params.update({f"vis_s{i}": value for i, value in enumerate(self.named)})
+        return text, params
+
+    @property
+    def allowed_scopes(self) -> frozenset[str]:
+        """Scope values this caller may read."""
+        return frozenset({USER, GLOBAL, *(s for s in self.named if s)})
+
+    def fts_owner_match(self) -> str:
+        """FTS5 MATCH fragment restricting to this caller's partitions (pre-filter)."""
+        own = owner_token(self.tenant_id, self.user_id)
+        tenant_wide = owner_token(self.tenant_id, NO_USER)
+        return f"fts_owner : ({own} OR {tenant_wide})"
+
+    def row_mask(
+        self,
+        user_ids: NDArray[np.object_],
+        scopes: NDArray[np.object_],
+        agents: NDArray[np.object_],
+    ) -> NDArray[np.bool_]:
+        """The same rule as ``sql`` over column arrays of an in-memory partition."""
+        own = user_ids == self.user_id
+        tenant_wide = (user_ids == NO_USER) & (scopes == GLOBAL)
+        in_scope = np.isin(scopes, list(self.allowed_scopes))
+        agent_ok = (agents == NO_AGENT) | (agents == self.agent_id)
+        result: NDArray[np.bool_] = (own | tenant_wide) & in_scope & agent_ok
+        return result
+
+    @property
+    def partition(self) -> Subject:
+        """The (tenant, user) partition whose rows this visibility selects from."""
+        return Subject(self.tenant_id, self.user_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """Every record of one user of one tenant (all scopes and agents).
+
+    Used by administrative export and erasure, and, together with the tenant's
+    global records, to load an in-memory vector partition that ``Visibility``
+    then narrows.
+    """
+
+    tenant_id: str
+    user_id: str
+
+    def sql(self, alias: str = "r") -> tuple[str, dict[str, Any]]:
+        """The user's own records only (tenant-wide records excluded)."""
+        text = f"({alias}.tenant_id = :subj_tenant AND {alias}.user_id = :subj_user)"
+        return text, {"subj_tenant": self.tenant_id, "subj_user": self.user_id}
+
+    def partition_sql(self, alias: str = "r") -> tuple[str, dict[str, Any]]:
+        """The user's records plus the tenant's global ones: a vector partition."""
+        text = f"({alias}.tenant_id = :subj_tenant AND {alias}.user_id IN (:subj_user, ''))"
+        return text, {"subj_tenant": self.tenant_id, "subj_user": self.user_id}
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerSlot:
+    """Where one write lands: versions here are confirmed, superseded or contested."""
+
+    tenant_id: str
+    user_id: str
+    agent_id: str
+    scope: str
+
+    def sql(self, alias: str = "r") -> tuple[str, dict[str, Any]]:
+        """Exactly this slot."""
+        text = (
+            f"({alias}.tenant_id = :slot_tenant AND {alias}.user_id = :slot_user"
+            f" AND {alias}.agent_id = :slot_agent AND {alias}.scope = :slot_scope)"
+        )
+        params = {
+            "slot_tenant": self.tenant_id,
+            "slot_user": self.user_id,
+            "slot_agent": self.agent_id,
+            "slot_scope": self.scope,
+        }
+        return text, params
+
+
+@dataclass(frozen=True, slots=True)
+class Tenant:
+    """Every record of one tenant: administrative paths only (erasure follow-up)."""
+
+    tenant_id: str
+
+    def sql(self, alias: str = "r") -> tuple[str, dict[str, Any]]:
+        """The tenant's records."""
+        return f"({alias}.tenant_id = :ten_tenant)", {"ten_tenant": self.tenant_id}

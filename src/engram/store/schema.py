@@ -1,0 +1,163 @@
+"""Named, append-only SQLite migrations. Never edit a shipped one; add a new one.
+
+The ``records`` table is the truth. ``records_fts`` (FTS5, external content) and
+``vectors`` are derived and kept in step by triggers, and ``engram index rebuild``
+regenerates both. ``partition_state`` counts vector changes per (tenant, user) so
+in-memory vector partitions know when to refresh. ``audit`` is append-only:
+triggers refuse updates and deletes.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MIGRATIONS"]
+
+_RECORDS = """
+CREATE TABLE records (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    tenant_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    tier TEXT NOT NULL,
+    type TEXT NOT NULL,
+    key TEXT,
+    value TEXT,
+    content TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    authority TEXT NOT NULL,
+    confidence REAL NOT NULL CHECK (confidence >= 0 AND confidence <= 1),
+    source_kind TEXT NOT NULL,
+    source_ref TEXT,
+    derived_from TEXT NOT NULL DEFAULT '[]',
+    observed_at INTEGER NOT NULL,
+    valid_from INTEGER,
+    valid_to INTEGER,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    supersedes TEXT,
+    superseded_by TEXT,
+    contested_with TEXT,
+    sensitivity TEXT NOT NULL,
+    purpose TEXT,
+    consent_basis TEXT,
+    retention TEXT NOT NULL,
+    expires_at INTEGER,
+    importance REAL NOT NULL,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    last_accessed_at INTEGER,
+    private INTEGER NOT NULL,
+    embedding_model TEXT,
+    fts_owner TEXT NOT NULL,
+    CHECK ((user_id = '') = (scope = 'global')),
+    CHECK (valid_to IS NULL OR valid_from IS NULL OR valid_from <= valid_to)
+);
+CREATE INDEX records_key ON records (tenant_id, user_id, key, scope) WHERE key IS NOT NULL;
+CREATE INDEX records_recent ON records (tenant_id, user_id, observed_at);
+CREATE INDEX records_hash ON records (tenant_id, user_id, content_hash);
+CREATE INDEX records_type ON records (tenant_id, user_id, type, status);
+CREATE INDEX records_expiry ON records (expires_at) WHERE expires_at IS NOT NULL;
+"""
+
+_FTS = """
+CREATE VIRTUAL TABLE records_fts USING fts5(
+    content, fts_owner,
+    content='records', content_rowid='rowid',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER records_fts_insert AFTER INSERT ON records BEGIN
+    INSERT INTO records_fts (rowid, content, fts_owner)
+    VALUES (new.rowid, new.content, new.fts_owner);
+END;
+CREATE TRIGGER records_fts_delete AFTER DELETE ON records BEGIN
+    INSERT INTO records_fts (records_fts, rowid, content, fts_owner)
+    VALUES ('delete', old.rowid, old.content, old.fts_owner);
+END;
+CREATE TRIGGER records_fts_update AFTER UPDATE OF content, fts_owner ON records BEGIN
+    INSERT INTO records_fts (records_fts, rowid, content, fts_owner)
+    VALUES ('delete', old.rowid, old.content, old.fts_owner);
+    INSERT INTO records_fts (rowid, content, fts_owner)
+    VALUES (new.rowid, new.content, new.fts_owner);
+END;
+"""
+
+_VECTORS = """
+CREATE TABLE vectors (
+    seq INTEGER PRIMARY KEY,
+    record_id TEXT NOT NULL UNIQUE,
+    tenant_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    model TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX vectors_partition ON vectors (tenant_id, user_id, seq);
+CREATE TABLE partition_state (
+    tenant_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    inserts INTEGER NOT NULL DEFAULT 0,
+    deletes INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (tenant_id, user_id)
+) WITHOUT ROWID;
+CREATE TRIGGER vectors_count_insert AFTER INSERT ON vectors BEGIN
+    INSERT INTO partition_state (tenant_id, user_id, inserts)
+    VALUES (new.tenant_id, new.user_id, 1)
+    ON CONFLICT (tenant_id, user_id) DO UPDATE SET inserts = inserts + 1;
+END;
+CREATE TRIGGER vectors_count_delete AFTER DELETE ON vectors BEGIN
+    INSERT INTO partition_state (tenant_id, user_id, deletes)
+    VALUES (old.tenant_id, old.user_id, 1)
+    ON CONFLICT (tenant_id, user_id) DO UPDATE SET deletes = deletes + 1;
+END;
+CREATE TRIGGER records_drop_vector AFTER DELETE ON records BEGIN
+    DELETE FROM vectors WHERE record_id = old.id;
+END;
+"""
+
+_AUDIT = """
+CREATE TABLE audit (
+    seq INTEGER PRIMARY KEY,
+    at INTEGER NOT NULL,
+    tenant_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    actor TEXT NOT NULL,
+    operation TEXT NOT NULL,
+    record_ids TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL
+);
+CREATE INDEX audit_subject ON audit (tenant_id, user_id, seq);
+CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit BEGIN
+    SELECT RAISE(ABORT, 'the audit log is append-only');
+END;
+CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit BEGIN
+    SELECT RAISE(ABORT, 'the audit log is append-only');
+END;
+"""
+
+_META = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+"""
+
+_TRACES = """
+CREATE TABLE traces (
+    seq INTEGER PRIMARY KEY,
+    trace_id TEXT NOT NULL UNIQUE,
+    tenant_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX traces_owner ON traces (tenant_id, user_id, seq);
+"""
+
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    ("0001_meta", _META),
+    ("0002_records", _RECORDS),
+    ("0003_records_fts", _FTS),
+    ("0004_vectors", _VECTORS),
+    ("0005_audit", _AUDIT),
+    ("0006_traces", _TRACES),
+)

@@ -1,0 +1,461 @@
+"""The embedded SQLite store: one file (or ``:memory:``), WAL, one writer.
+
+This is the only module that talks to SQLite. Every read splices a condition
+from ``predicate`` (through the builders in ``queries``); a tracer hook sees
+every statement with its parameters, which lets tests pin what each call emits.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engram.config import StoreConfig
+from engram.errors import IndexMismatch, MigrationError, StoreError
+from engram.store import queries
+from engram.store.audit import GENESIS, AuditEntry, AuditReport, entry_hash, verify_chain
+from engram.store.lexical import match_expression
+from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
+from engram.store.rows import COLUMNS, record_from_row, record_to_row
+from engram.store.schema import MIGRATIONS
+from engram.store.vectors import Partition, PartitionCache, VectorRow, partitions_for, top_k
+from engram.types import Record
+
+__all__ = ["SQLiteStore", "Tracer"]
+
+Tracer = Callable[[str, Mapping[str, Any]], None]
+_INSERT = (
+    f"INSERT INTO records ({', '.join(COLUMNS)}) "
+    f"VALUES ({', '.join(':' + column for column in COLUMNS)})"
+)
+_MUTABLE = (
+    "status", "valid_to", "superseded_by", "contested_with", "updated_at", "confidence",
+    "observed_at", "expires_at", "access_count", "last_accessed_at", "embedding_model",
+)  # fmt: skip
+_UPDATE = (
+    "UPDATE records SET "
+    + ", ".join(f"{column} = :{column}" for column in _MUTABLE)
+    + " WHERE id = :id"
+)
+_VECTOR_MODEL_KEY = "vector_model"
+
+
+class SQLiteStore:
+    """System of record on SQLite with derived FTS5 and vector indexes."""
+
+    def __init__(self, path: str, config: StoreConfig | None = None) -> None:
+        self.config = config or StoreConfig()
+        self.path = path
+        self.tracer: Tracer | None = None
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._cache = PartitionCache(self.config.vector_cache_rows)
+        try:
+            self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open SQLite database at {path!r}: {exc}") from exc
+        self._conn.row_factory = sqlite3.Row
+        self._configure()
+        self._migrate()
+
+    # -- plumbing ---------------------------------------------------------------
+
+    def _configure(self) -> None:
+        self._conn.execute(f"PRAGMA busy_timeout = {int(self.config.busy_timeout_ms)}")
+        if self.path != ":memory:":
+            self._conn.execute("PRAGMA journal_mode = WAL")
+        self._conn.execute("PRAGMA synchronous = NORMAL")
+
+    def _migrate(self) -> None:
+        with self.transaction():
+            self._run("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, at TEXT)")
+            done = {row[0] for row in self._run("SELECT name FROM migrations")}
+            for name, script in MIGRATIONS:
+                if name not in done:
+                    self._apply(name, script)
+
+    def _apply(self, name: str, script: str) -> None:
+        try:
+            for statement in _split(script):
+                self._run(statement)
+            self._run(
+                "INSERT INTO migrations VALUES (:name, datetime('now'))", {"name": name}
+            )
+        except sqlite3.Error as exc:
+            raise MigrationError(f"migration {name} failed: {exc}") from exc
+
+    def _run(self, sql: str, params: Mapping[str, Any] | None = None) -> sqlite3.Cursor:
+        bound = params or {}
+        if self.tracer is not None:
+            self.tracer(sql, bound)
+        with self._lock:
+            try:
+                return self._conn.execute(sql, bound)
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite error: {exc}") from exc
+
+    def _rows(self, query: queries.Query) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._run(*query).fetchall()
+
+    def _records(self, query: queries.Query) -> list[Record]:
+        return [record_from_row(dict(row)) for row in self._rows(query)]
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One atomic unit: BEGIN IMMEDIATE at the outside, a SAVEPOINT when nested."""
+        with self._lock:
+            depth = self._depth
+            self._run("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT sp{depth}")
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._depth -= 1
+                self._rollback(depth)
+                raise
+            self._depth -= 1
+            self._run("COMMIT" if depth == 0 else f"RELEASE SAVEPOINT sp{depth}")
+
+    def _rollback(self, depth: int) -> None:
+        if depth == 0:
+            self._conn.execute("ROLLBACK")
+            self._cache.clear()
+        else:
+            self._conn.execute(f"ROLLBACK TO SAVEPOINT sp{depth}")
+            self._conn.execute(f"RELEASE SAVEPOINT sp{depth}")
+
+    def close(self) -> None:
+        """Close the connection; the store is unusable afterwards."""
+        with self._lock:
+            self._cache.clear()
+            self._conn.close()
+
+    # -- reads (all scoped by a predicate) ---------------------------------------
+
+    def get(self, vis: Visibility, record_id: str) -> Record | None:
+        """One visible record, or None."""
+        found = self._records(queries.get(vis, record_id))
+        return found[0] if found else None
+
+    def fetch(self, vis: Visibility, ids: Sequence[str]) -> list[Record]:
+        """Visible records among ``ids``, in the order of ``ids``."""
+        if not ids:
+            return []
+        by_id = {r.id: r for r in self._records(queries.by_ids(vis, ids))}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def listing(
+        self,
+        vis: Visibility,
+        type_name: str | None,
+        statuses: Sequence[str],
+        limit: int,
+        offset: int = 0,
+    ) -> list[Record]:
+        """Visible records newest first."""
+        return self._records(queries.listing(vis, type_name, statuses, limit, offset))
+
+    def history(self, vis: Visibility, record_id: str) -> list[Record]:
+        """The visible version chain through ``record_id``, oldest first."""
+        return self._records(queries.history(vis, record_id))
+
+    def by_key(
+        self, vis: Visibility, keys: Sequence[str], statuses: Sequence[str], limit: int
+    ) -> list[Record]:
+        """Candidate query: exact key lookup."""
+        return self._records(queries.by_key(vis, keys, statuses, limit)) if keys else []
+
+    def lexical(
+        self, vis: Visibility, text: str, statuses: Sequence[str], limit: int
+    ) -> list[tuple[str, float]]:
+        """Candidate query: BM25 over content; scores are positive, higher is better."""
+        match = match_expression(text)
+        if match is None:
+            return []
+        rows = self._rows(queries.lexical(vis, match, statuses, limit))
+        return [(row[0], -float(row[1])) for row in rows]
+
+    def recent(
+        self,
+        vis: Visibility,
+        statuses: Sequence[str],
+        limit: int,
+        types: Sequence[str] | None = None,
+    ) -> list[Record]:
+        """Candidate query: most recently observed records in the caller's scopes."""
+        return self._records(queries.recent(vis, statuses, types, limit))
+
+    def export(self, vis: Visibility) -> list[Record]:
+        """Every visible record, every status, oldest first."""
+        return self._records(queries.export(vis))
+
+    def vector(
+        self,
+        vis: Visibility,
+        query: NDArray[np.float32],
+        model: str,
+        statuses: Sequence[str],
+        limit: int,
+    ) -> list[tuple[str, float]]:
+        """Candidate query: exact cosine top-k among visible rows with ``statuses``.
+
+        Raises ``IndexMismatch`` when stored vectors come from another model.
+        """
+        self.check_vector_model(model)
+        ids, scores = self._scan(vis, np.ascontiguousarray(query, dtype=np.float32), model)
+        wanted = limit
+        while True:
+            ranked = top_k(ids, scores, min(len(ids), max(2 * wanted, wanted + 8)))
+            alive = {r.id for r in self.fetch(vis, [i for i, _ in ranked]) if r.status in statuses}
+            hits = [(i, s) for i, s in ranked if i in alive]
+            if len(hits) >= limit or len(ranked) >= len(ids):
+                return hits[:limit]
+            wanted *= 4
+
+    def _scan(
+        self, vis: Visibility, query: NDArray[np.float32], model: str
+    ) -> tuple[list[str], NDArray[np.float32]]:
+        counters = self._partition_counters(vis)
+        ids: list[str] = []
+        parts: list[NDArray[np.float32]] = []
+        for subject in partitions_for(vis):
+            part = self._partition(subject, model, query.shape[0], counters)
+            found, scores = part.search(vis, query)
+            ids.extend(found)
+            parts.append(np.asarray(scores, dtype=np.float32))
+        return ids, np.concatenate(parts) if parts else np.zeros(0, np.float32)
+
+    def _partition_counters(self, vis: Visibility) -> dict[str, tuple[int, int]]:
+        cond, params = vis.partition.partition_sql("p")
+        rows = self._rows(
+            (f"SELECT p.user_id, p.inserts, p.deletes FROM partition_state p WHERE {cond}", params)
+        )
+        return {row[0]: (row[1], row[2]) for row in rows}
+
+    def _partition(
+        self, subject: Subject, model: str, dim: int, counters: dict[str, tuple[int, int]]
+    ) -> Partition:
+        def load(subj: Subject, after: int) -> list[VectorRow]:
+            cond, params = subj.sql("v")
+            sql = (
+                "SELECT v.seq, v.record_id, r.user_id, r.scope, r.agent_id, v.vector"
+                " FROM vectors v JOIN records r ON r.id = v.record_id"
+                f" WHERE {cond} AND v.model = :model AND v.seq > :after ORDER BY v.seq"
+            )
+            rows = self._rows((sql, {**params, "model": model, "after": after}))
+            return [(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
+
+        state = counters.get(subject.user_id, (0, 0))
+        return self._cache.get(subject, model, dim, state, load)
+
+    # -- write side (call inside ``transaction``) --------------------------------
+
+    def slot_by_key(self, slot: OwnerSlot, key: str, statuses: Sequence[str]) -> list[Record]:
+        """Versions of ``key`` in a write slot, newest version first."""
+        return self._records(queries.slot_by_key(slot, key, statuses))
+
+    def slot_by_hash(
+        self, slot: OwnerSlot, content_hash: str, statuses: Sequence[str]
+    ) -> list[Record]:
+        """Records of a write slot with the same content hash."""
+        return self._records(queries.slot_by_hash(slot, content_hash, statuses))
+
+    def insert(self, record: Record, vector: NDArray[np.float32] | None) -> None:
+        """Insert a new record and, when given, its vector under the store's model."""
+        self._run(_INSERT, record_to_row(record))
+        if vector is not None and record.embedding_model is not None:
+            self._put_vector(record, vector)
+
+    def _put_vector(self, record: Record, vector: NDArray[np.float32]) -> None:
+        assert record.embedding_model is not None
+        self.claim_vector_model(record.embedding_model)
+        row = record_to_row(record)
+        self._run(
+            "INSERT OR REPLACE INTO vectors (record_id, tenant_id, user_id, model, vector)"
+            " VALUES (:id, :tenant, :user, :model, :vector)",
+            {
+                "id": record.id,
+                "tenant": row["tenant_id"],
+                "user": row["user_id"],
+                "model": record.embedding_model,
+                "vector": np.ascontiguousarray(vector, dtype=np.float32).tobytes(),
+            },
+        )
+
+    def update(self, record: Record) -> None:
+        """Write the mutable fields of an existing record (status, links, usage...)."""
+        row = record_to_row(record)
+        self._run(_UPDATE, {column: row[column] for column in (*_MUTABLE, "id")})
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Hard-delete records; triggers remove their FTS rows and vectors."""
+        cursor = self._run(
+            "DELETE FROM records WHERE id IN (SELECT value FROM json_each(:ids))",
+            {"ids": json.dumps(list(ids))},
+        )
+        return cursor.rowcount
+
+    def subject_ids(self, subject: Subject) -> list[str]:
+        """Ids of every record of one subject."""
+        return [row[0] for row in self._rows(queries.subject_ids(subject))]
+
+    def derived_ids(self, tenant: Tenant, ids: Sequence[str]) -> list[str]:
+        """Ids of tenant records derived from any of ``ids``."""
+        return [row[0] for row in self._rows(queries.derived_from(tenant, ids))] if ids else []
+
+    def subject_residue(self, subject: Subject) -> int:
+        """Rows (records, vectors, traces) a subject still has: 0 after an erasure."""
+        total = 0
+        for table, alias in (("records", "r"), ("vectors", "v"), ("traces", "t")):
+            cond, params = subject.sql(alias)
+            sql = f"SELECT count(*) FROM {table} {alias} WHERE {cond}"
+            total += int(self._rows((sql, params))[0][0])
+        return total
+
+    def delete_traces(self, subject: Subject) -> int:
+        """Delete a subject's stored recall traces."""
+        cond, params = subject.sql("t")
+        return self._run(f"DELETE FROM traces AS t WHERE {cond}", params).rowcount
+
+    def forget_partition(self, subject: Subject) -> None:
+        """Drop a subject's in-memory vectors immediately."""
+        self._cache.drop_subject(subject.tenant_id, subject.user_id)
+
+    def touch(self, vis: Visibility, ids: Sequence[str], now_us: int) -> None:
+        """Count one access of each visible record in ``ids``."""
+        cond, params = vis.sql()
+        self._run(
+            f"UPDATE records AS r SET access_count = r.access_count + 1,"
+            f" last_accessed_at = :now WHERE r.id IN (SELECT value FROM json_each(:ids))"
+            f" AND {cond}",
+            {**params, "ids": json.dumps(list(ids)), "now": now_us},
+        )
+
+    # -- vector model bookkeeping ------------------------------------------------
+
+    def vector_model(self) -> str | None:
+        """The embedding model the stored vectors come from, if any."""
+        return self.meta_get(_VECTOR_MODEL_KEY)
+
+    def claim_vector_model(self, model: str) -> None:
+        """Record ``model`` as the vectors' model; refuse to mix with another."""
+        current = self.vector_model()
+        if current is None:
+            self.meta_set(_VECTOR_MODEL_KEY, model)
+        elif current != model:
+            raise IndexMismatch(_mismatch_message(current, model))
+
+    def check_vector_model(self, model: str) -> None:
+        """Raise ``IndexMismatch`` if stored vectors are from another model."""
+        current = self.vector_model()
+        if current is not None and current != model:
+            raise IndexMismatch(_mismatch_message(current, model))
+
+    def meta_get(self, key: str) -> str | None:
+        """A value from the meta table."""
+        rows = self._rows(("SELECT value FROM meta WHERE key = :key", {"key": key}))
+        return str(rows[0][0]) if rows else None
+
+    def meta_set(self, key: str, value: str) -> None:
+        """Set a value in the meta table."""
+        self._run(
+            "INSERT INTO meta (key, value) VALUES (:key, :value)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            {"key": key, "value": value},
+        )
+
+    # -- audit ------------------------------------------------------------------
+
+    def append_audit(self, entry: AuditEntry) -> str:
+        """Chain and append one audit entry; returns its hash."""
+        rows = self._rows(("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1", {}))
+        prev = rows[0][0] if rows else GENESIS
+        digest = entry_hash(prev, entry)
+        self._run(
+            "INSERT INTO audit (at, tenant_id, user_id, actor, operation, record_ids, reason,"
+            " prev_hash, hash) VALUES (:at, :tenant, :user, :actor, :op, :ids, :reason,"
+            " :prev, :hash)",
+            {
+                "at": entry.at, "tenant": entry.tenant_id, "user": entry.user_id,
+                "actor": entry.actor, "op": entry.operation,
+                "ids": json.dumps(list(entry.record_ids)), "reason": entry.reason,
+                "prev": prev, "hash": digest,
+            },
+        )  # fmt: skip
+        return digest
+
+    def verify_audit(self) -> AuditReport:
+        """Recompute the whole audit chain."""
+        rows = self._rows(("SELECT * FROM audit ORDER BY seq", {}))
+        return verify_chain(dict(row) for row in rows)
+
+    def audit_entries(self, subject: Subject) -> list[dict[str, Any]]:
+        """A subject's audit entries, oldest first."""
+        cond, params = subject.sql("a")
+        rows = self._rows((f"SELECT * FROM audit a WHERE {cond} ORDER BY a.seq", params))
+        return [dict(row) for row in rows]
+
+    # -- derived index maintenance ----------------------------------------------
+
+    def rebuild_lexical(self) -> None:
+        """Regenerate the FTS5 index from the records table."""
+        self._run("INSERT INTO records_fts (records_fts) VALUES ('rebuild')")
+
+    def iter_all(self, batch: int) -> Iterator[list[Record]]:
+        """Every record of the store in rowid order, in batches (index rebuild only)."""
+        last = 0
+        while True:
+            rows = self._rows(
+                (
+                    f"SELECT rowid AS rid, {', '.join(COLUMNS)} FROM records"
+                    " WHERE rowid > :last ORDER BY rowid LIMIT :n",
+                    {"last": last, "n": batch},
+                )
+            )
+            if not rows:
+                return
+            last = rows[-1]["rid"]
+            yield [record_from_row(dict(row)) for row in rows]
+
+    def reset_vectors(self) -> None:
+        """Delete every vector and forget the vectors' model (before a rebuild)."""
+        self._run("DELETE FROM vectors")
+        self._run("DELETE FROM meta WHERE key = :key", {"key": _VECTOR_MODEL_KEY})
+        self._cache.clear()
+
+    def put_vectors(self, records: Sequence[Record], vectors: NDArray[np.float32]) -> None:
+        """Store vectors for existing records (index rebuild)."""
+        for record, vector in zip(records, vectors, strict=True):
+            self.update(record)
+            self._put_vector(record, vector)
+
+
+def _mismatch_message(stored: str, wanted: str) -> str:
+    return (
+        f"stored vectors come from embedding model {stored!r} but this store was opened "
+        f"with {wanted!r}; vectors of different models are never compared. Run "
+        f"`engram index rebuild` to re-embed every record with the current embedder "
+        f"(key and lexical search keep working meanwhile)."
+    )
+
+
+def _split(script: str) -> list[str]:
+    """Split a migration script into statements, keeping trigger bodies whole."""
+    statements: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        statements.append(buffer.strip())
+    return statements

@@ -1,0 +1,150 @@
+"""Exact vector search over in-memory partitions, scoped before scoring.
+
+Vectors live in the ``vectors`` table (the derived index); for search they are
+held in memory as one float32 matrix per (tenant, user) partition, plus one per
+tenant for its global records. A query scores only rows that the caller's
+``Visibility`` admits (its mask is applied before the matrix product), so a
+caller whose scope holds 1 % of all vectors still gets k results when k exist.
+
+Partitions refresh from ``partition_state`` counters that triggers keep:
+new inserts are appended incrementally; any delete reloads the partition.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engram.store.predicate import NO_USER, Subject, Visibility
+
+__all__ = ["Partition", "PartitionCache", "VectorRow", "top_k"]
+
+VectorRow = tuple[int, str, str, str, str, bytes]  # seq, id, user, scope, agent, blob
+Loader = Callable[[Subject, int], list[VectorRow]]
+
+
+@dataclass
+class Partition:
+    """The vectors of one (tenant, user) partition, with the columns the mask needs."""
+
+    dimension: int
+    inserts: int = 0
+    deletes: int = 0
+    max_seq: int = 0
+    size: int = 0
+    ids: list[str] = field(default_factory=list)
+    matrix: NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+    users: NDArray[np.object_] = field(default_factory=lambda: np.zeros(0, object))
+    scopes: NDArray[np.object_] = field(default_factory=lambda: np.zeros(0, object))
+    agents: NDArray[np.object_] = field(default_factory=lambda: np.zeros(0, object))
+
+    def append(self, rows: Sequence[VectorRow]) -> None:
+        """Add rows (already ordered by seq), growing buffers geometrically."""
+        if not rows:
+            return
+        needed = self.size + len(rows)
+        if needed > self.matrix.shape[0]:
+            self._grow(max(needed, 2 * self.matrix.shape[0], 64))
+        start = self.size
+        block = np.frombuffer(b"".join(row[5] for row in rows), dtype=np.float32)
+        self.matrix[start:needed] = block.reshape(len(rows), self.dimension)
+        self.users[start:needed] = [row[2] for row in rows]
+        self.scopes[start:needed] = [row[3] for row in rows]
+        self.agents[start:needed] = [row[4] for row in rows]
+        self.ids.extend(row[1] for row in rows)
+        self.size = needed
+        self.max_seq = rows[-1][0]
+
+    def _grow(self, capacity: int) -> None:
+        matrix = np.zeros((capacity, self.dimension), dtype=np.float32)
+        matrix[: self.size] = self.matrix[: self.size]
+        self.matrix = matrix
+        for name in ("users", "scopes", "agents"):
+            column = np.empty(capacity, dtype=object)
+            column[: self.size] = getattr(self, name)[: self.size]
+            setattr(self, name, column)
+
+    def search(self, vis: Visibility, query: NDArray[np.float32]) -> tuple[list[str], Any]:
+        """Cosine scores of every visible row (ids, scores); rows are unit vectors."""
+        n = self.size
+        mask = vis.row_mask(self.users[:n], self.scopes[:n], self.agents[:n])
+        rows = np.flatnonzero(mask)
+        if rows.size == 0:
+            return [], np.zeros(0, np.float32)
+        if rows.size == n:
+            scores = self.matrix[:n] @ query
+        else:
+            scores = self.matrix[rows] @ query
+        return [self.ids[i] for i in rows] if rows.size != n else self.ids[:n], scores
+
+
+def top_k(ids: list[str], scores: NDArray[np.float32], k: int) -> list[tuple[str, float]]:
+    """The k best (id, score) pairs, best first, via argpartition."""
+    if k <= 0 or not ids:
+        return []
+    if k < len(ids):
+        part = np.argpartition(-scores, k - 1)[:k]
+    else:
+        part = np.arange(len(ids))
+    order = part[np.argsort(-scores[part], kind="stable")]
+    return [(ids[i], float(scores[i])) for i in order]
+
+
+class PartitionCache:
+    """LRU of loaded partitions, bounded by total rows; thread-safe."""
+
+    def __init__(self, max_rows: int) -> None:
+        self._max_rows = max_rows
+        self._parts: OrderedDict[tuple[str, str, str], Partition] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(
+        self,
+        subject: Subject,
+        model: str,
+        dimension: int,
+        counters: tuple[int, int],
+        load: Loader,
+    ) -> Partition:
+        """The partition, refreshed to match ``counters`` (inserts, deletes)."""
+        key = (subject.tenant_id, subject.user_id, model)
+        with self._lock:
+            part = self._parts.get(key)
+            if part is None or part.deletes != counters[1] or part.dimension != dimension:
+                part = Partition(dimension=dimension)
+                part.append(load(subject, 0))
+            elif part.inserts != counters[0]:
+                part.append(load(subject, part.max_seq))
+            part.inserts, part.deletes = counters
+            self._parts[key] = part
+            self._parts.move_to_end(key)
+            self._evict()
+            return part
+
+    def _evict(self) -> None:
+        total = sum(part.size for part in self._parts.values())
+        while total > self._max_rows and len(self._parts) > 1:
+            _, dropped = self._parts.popitem(last=False)
+            total -= dropped.size
+
+    def drop_subject(self, tenant_id: str, user_id: str) -> None:
+        """Forget a subject's partitions now (erasure must not leave vectors in memory)."""
+        with self._lock:
+            for key in [k for k in self._parts if k[0] == tenant_id and k[1] == user_id]:
+                del self._parts[key]
+
+    def clear(self) -> None:
+        """Forget every partition (after an index rebuild)."""
+        with self._lock:
+            self._parts.clear()
+
+
+def partitions_for(vis: Visibility) -> tuple[Subject, Subject]:
+    """The caller's own partition and the tenant's global one."""
+    return Subject(vis.tenant_id, vis.user_id), Subject(vis.tenant_id, NO_USER)

@@ -1,0 +1,157 @@
+"""Step 4 of the write path: carry a decision out inside one transaction.
+
+Builds the new version (if any), updates the versions it confirms, supersedes or
+contests, inserts the vector (step 5, ``index``, computed it beforehand) and
+appends one audit entry. The caller wraps all of it in ``store.transaction()``,
+so a failure anywhere leaves the store exactly as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engram.config import RETENTION_PERIODS, Config
+from engram.ids import new_id
+from engram.store.audit import AuditEntry
+from engram.store.base import Store
+from engram.store.rows import to_micros
+from engram.types import Operation, Proposal, Record, Status, WriteResult
+from engram.write.decide import Decision
+
+__all__ = ["Owner", "commit", "new_record"]
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """Where a write lands and who made it (storage form: '' = none)."""
+
+    tenant_id: str
+    user_id: str
+    agent_id: str
+    scope: str
+    actor: str
+
+
+def new_record(
+    proposal: Proposal,
+    owner: Owner,
+    decision: Decision,
+    now: datetime,
+    config: Config,
+    content_hash: str,
+    embedding_model: str | None,
+) -> Record:
+    """The version ``decision`` creates, linked to what it supersedes or contests."""
+    assert decision.new_status is not None
+    policy = config.policy(proposal.type)
+    retention = proposal.retention or policy.retention
+    period = RETENTION_PERIODS[retention]
+    previous = decision.supersede[0] if decision.supersede else None
+    return Record(
+        id=new_id(),
+        tenant_id=owner.tenant_id,
+        user_id=owner.user_id or None,
+        agent_id=owner.agent_id or None,
+        scope=owner.scope,
+        tier=policy.tier,
+        type=proposal.type,
+        key=proposal.key,
+        value=proposal.value,
+        content=proposal.content,
+        authority=proposal.authority,
+        confidence=proposal.confidence,
+        source=proposal.source,
+        observed_at=proposal.observed_at or now,
+        valid_from=proposal.valid_from,
+        valid_to=proposal.valid_to,
+        created_at=now,
+        updated_at=now,
+        status=decision.new_status,
+        version=max((r.version for r in decision.supersede), default=0) + 1,
+        supersedes=previous.id if previous else None,
+        superseded_by=None,
+        sensitivity=proposal.sensitivity,
+        purpose=proposal.purpose,
+        consent_basis=proposal.consent_basis,
+        retention=retention,
+        expires_at=None if period is None else now + period,
+        importance=proposal.importance,
+        access_count=0,
+        last_accessed_at=None,
+        private=proposal.private,
+        embedding_model=embedding_model,
+        content_hash=content_hash,
+        contested_with=decision.linked.id if decision.linked else None,
+    )
+
+
+def _close_at(new: Record, old: Record) -> datetime:
+    """When the old version stops being valid: the new one's start, else when it was learned."""
+    end = new.valid_from or new.observed_at
+    if old.valid_from is not None and end < old.valid_from:
+        return old.valid_from
+    return end
+
+
+def _apply_links(store: Store, decision: Decision, new: Record | None, now: datetime) -> None:
+    for old in decision.supersede:
+        assert new is not None
+        store.update(old.replace(status=Status.SUPERSEDED, superseded_by=new.id,
+                                 valid_to=old.valid_to or _close_at(new, old),
+                                 contested_with=None, updated_at=now))  # fmt: skip
+    if decision.operation == Operation.CONTEST and decision.linked and new is not None:
+        store.update(decision.linked.replace(contested_with=new.id, updated_at=now))
+    winner = decision.confirm
+    for loser in decision.retire:
+        assert winner is not None
+        store.update(loser.replace(status=Status.SUPERSEDED, superseded_by=winner.id,
+                                   valid_to=loser.valid_to or now, contested_with=None,
+                                   updated_at=now))  # fmt: skip
+
+
+def _confirmed(record: Record, proposal: Proposal, now: datetime, retired: bool) -> Record:
+    observed = max(record.observed_at, proposal.observed_at or now)
+    return record.replace(
+        confidence=max(record.confidence, proposal.confidence),
+        observed_at=observed,
+        updated_at=now,
+        contested_with=None if retired else record.contested_with,
+    )
+
+
+def commit(
+    store: Store,
+    decision: Decision,
+    new: Record | None,
+    vector: NDArray[np.float32] | None,
+    proposal: Proposal,
+    owner: Owner,
+    now: datetime,
+) -> WriteResult:
+    """Apply ``decision``; the caller holds the transaction."""
+    result_record = new
+    if new is not None:
+        store.insert(new, vector if new.embedding_model else None)
+    elif decision.confirm is not None:
+        result_record = _confirmed(decision.confirm, proposal, now, bool(decision.retire))
+        store.update(result_record)
+    _apply_links(store, decision, new, now)
+    touched = [r.id for r in (*decision.supersede, *decision.retire)]
+    if decision.linked is not None:
+        touched.append(decision.linked.id)
+    ids = ([result_record.id] if result_record else []) + touched
+    at = to_micros(now) or 0
+    entry = AuditEntry(at, owner.tenant_id, owner.user_id, owner.actor,
+                       decision.operation.value, ids, decision.code)  # fmt: skip
+    store.append_audit(entry)
+    return WriteResult(
+        operation=decision.operation,
+        record=result_record,
+        reason=decision.reason,
+        superseded=[r.id for r in (*decision.supersede, *decision.retire)],
+        related=touched,
+    )

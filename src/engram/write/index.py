@@ -1,0 +1,57 @@
+"""Step 5 of the write path: the vector for each new version, and index rebuilds.
+
+Vectors are computed in one batch before the write transaction opens (the
+embedder may be slow and must not hold the database lock), then inserted by
+``commit`` in the same transaction as the record. A store whose vectors come
+from another model gets no new vectors until ``rebuild`` re-embeds everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engram.embed import Embedder
+from engram.store.base import Store
+
+__all__ = ["RebuildReport", "embed_contents", "rebuild", "vectors_enabled"]
+
+
+@dataclass(frozen=True, slots=True)
+class RebuildReport:
+    """What an index rebuild did."""
+
+    records: int
+    vectors: int
+    model: str
+
+
+def vectors_enabled(store: Store, embedder: Embedder) -> bool:
+    """True when new vectors may be stored: no vectors yet, or same model."""
+    current = store.vector_model()
+    return current is None or current == embedder.model_id
+
+
+def embed_contents(embedder: Embedder, texts: Sequence[str]) -> NDArray[np.float32]:
+    """One batch call for every text that will need a vector."""
+    if not texts:
+        return np.zeros((0, embedder.dimension), dtype=np.float32)
+    return embedder.embed(list(texts))
+
+
+def rebuild(store: Store, embedder: Embedder, batch: int = 256) -> RebuildReport:
+    """Regenerate the lexical and vector indexes from the records table, atomically."""
+    records = vectors = 0
+    with store.transaction():
+        store.rebuild_lexical()
+        store.reset_vectors()
+        for chunk in store.iter_all(batch):
+            records += len(chunk)
+            matrix = embed_contents(embedder, [r.content for r in chunk])
+            tagged = [r.replace(embedding_model=embedder.model_id) for r in chunk]
+            store.put_vectors(tagged, matrix)
+            vectors += len(chunk)
+    return RebuildReport(records=records, vectors=vectors, model=embedder.model_id)
