@@ -1,0 +1,1 @@
+"""Evaluation plumbing: benchmark loaders, retrieval metrics and reports."""
