@@ -1,9 +1,9 @@
 """The ``engram`` command line: a thin surface that parses, calls the facade, maps errors.
 
-    engram [--db URL] [--embedder NAME] index rebuild
-    engram [--db URL] audit verify
-    engram [--db URL] [--embedder NAME] quickstart
-    engram eval ...            (see ``engram eval --help``)
+engram [--db URL] [--embedder NAME] index rebuild
+engram [--db URL] audit verify
+engram [--db URL] [--embedder NAME] quickstart
+engram eval ...            (see ``engram eval --help``)
 """
 
 from __future__ import annotations
@@ -96,4 +96,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
-

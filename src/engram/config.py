@@ -116,24 +116,75 @@ class Budget:
     per_type: Mapping[str, int] | None = None
 
 
+def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(mapping))
+
+
+_SCOPE_WEIGHTS = {"task": 1.0, "session": 0.95, "repo": 0.9, "project": 0.8, "user": 0.6,
+                  "global": 0.5}  # fmt: skip
+_AUTHORITY_WEIGHTS = {
+    "explicit_user": 1.0, "explicit_admin": 1.0, "confirmed_system": 0.95,
+    "tool_observation": 0.75, "shared": 0.6, "derived_summary": 0.55, "model_inference": 0.45,
+}  # fmt: skip
+# How well a memory type fits a kind of request (intent -> type -> fit in 0..1).
+_TASK_FIT = {
+    "action": {"constraint": 1.0, "rule": 1.0, "task_state": 1.0, "procedure": 0.9,
+               "decision": 0.8, "incident": 0.7, "preference": 0.6, "profile": 0.4,
+               "fact": 0.5, "episode": 0.4, "summary": 0.4},
+    "past": {"episode": 1.0, "incident": 1.0, "summary": 0.9, "decision": 0.8, "fact": 0.7,
+             "task_state": 0.5, "procedure": 0.5, "preference": 0.5, "profile": 0.5,
+             "constraint": 0.4, "rule": 0.4},
+    "profile": {"profile": 1.0, "preference": 1.0, "fact": 0.8, "constraint": 0.6,
+                "rule": 0.6, "decision": 0.5, "episode": 0.4, "summary": 0.4,
+                "incident": 0.3, "procedure": 0.3, "task_state": 0.3},
+    "general": {"fact": 0.8, "preference": 0.7, "profile": 0.7, "constraint": 0.7,
+                "rule": 0.7, "decision": 0.7, "episode": 0.7, "summary": 0.7,
+                "incident": 0.7, "procedure": 0.7, "task_state": 0.7},
+}  # fmt: skip
+# Relevance floors are per embedding model: similarity scales differ between models.
+_FLOORS = {"hashing": 0.18, "all-MiniLM-L6-v2": 0.30}
+
+
 @dataclass(frozen=True, slots=True)
 class RecallConfig:
-    """Named limits and thresholds of the read path."""
+    """Named limits, weights and thresholds of the read path.
+
+    ``relevance_floor`` applies to an item's relevance (the best of semantic,
+    lexical and structural evidence) before top-k; ``floors`` overrides it for
+    embedding models whose model id starts with a given prefix.
+    """
 
     key_limit: int = 50
-    lexical_limit: int = 50
-    vector_limit: int = 50
-    recent_limit: int = 20
+    lexical_limit: int = 60
+    vector_limit: int = 60
     working_limit: int = 20
     rrf_k: int = 60
     relevance_floor: float = 0.30
+    floors: Mapping[str, float] = field(default_factory=lambda: _frozen(_FLOORS))
     near_duplicate_cosine: float = 0.95
     ambiguity_confidence: float = 0.8
-    mmr_lambda: float = 0.75
+    mmr_lambda: float = 0.8
     usage_saturation: int = 20
     weights: ScoreWeights = field(default_factory=ScoreWeights)
+    scope_weights: Mapping[str, float] = field(default_factory=lambda: _frozen(_SCOPE_WEIGHTS))
+    authority_weights: Mapping[str, float] = field(
+        default_factory=lambda: _frozen(_AUTHORITY_WEIGHTS)
+    )
+    task_fit: Mapping[str, Mapping[str, float]] = field(
+        default_factory=lambda: _frozen({k: _frozen(v) for k, v in _TASK_FIT.items()})
+    )
+    structural_types: frozenset[str] = frozenset({"constraint", "rule", "task_state"})
+    working_types: frozenset[str] = frozenset({"task_state"})
     budget: Budget = field(default_factory=Budget)
     trace_retention: int = 1000
+    usage_flush_seconds: float = 1.0
+
+    def floor_for(self, model_id: str) -> float:
+        """The relevance floor for vectors of ``model_id``."""
+        for prefix, floor in self.floors.items():
+            if model_id.startswith(prefix):
+                return floor
+        return self.relevance_floor
 
 
 @dataclass(frozen=True, slots=True)

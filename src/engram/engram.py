@@ -9,20 +9,27 @@ operation. No method here builds SQL or decides policy.
 from __future__ import annotations
 
 import builtins
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from engram.clock import Clock, SystemClock, require_aware
-from engram.config import Config
+from engram.config import Budget, Config
 from engram.embed import Embedder, create_embedder
 from engram.errors import ConfigError, InvalidArgument, NotFound
 from engram.lifecycle import forget as forgetting
 from engram.lifecycle.transfer import ImportReport, export_rows, import_rows
+from engram.recall.budget import ApproxTokenCounter, TokenCounter, validate_budget
+from engram.recall.model import RecallResult
+from engram.recall.pipeline import Request
+from engram.recall.pipeline import run as run_pipeline
+from engram.recall.usage import UsageRecorder
 from engram.scope import GLOBAL, Context, Scope, parse_scope, resolve
 from engram.store.audit import AuditReport
 from engram.store.base import Store
-from engram.store.predicate import NO_AGENT, NO_USER, Visibility
+from engram.store.predicate import NO_AGENT, NO_USER, Subject, Visibility
+from engram.store.rows import to_micros
 from engram.store.sqlite import SQLiteStore
 from engram.types import Authority, Record, Status, WriteResult, parse_enum
 from engram.write import corrections
@@ -34,6 +41,7 @@ from engram.write.proposal import build_proposal
 __all__ = ["Engram"]
 
 _STATUS_ALL = tuple(status.value for status in Status)
+_MAX_QUERY = 32_768
 
 
 def _sqlite_path(url: str) -> str:
@@ -67,6 +75,9 @@ class Engram:
         self.embedder = embedder
         self.clock: Clock = clock or SystemClock()
         self._writer = WritePath(store, embedder, self.config)
+        self.token_counter: TokenCounter = ApproxTokenCounter()
+        rc = self.config.recall
+        self._usage = UsageRecorder(store, rc.usage_flush_seconds, rc.trace_retention)
 
     @classmethod
     def open(
@@ -86,7 +97,8 @@ class Engram:
         return cls(store, create_embedder(embedder, **embedder_options), config, clock)
 
     def close(self) -> None:
-        """Release the store; the instance is unusable afterwards."""
+        """Flush usage counters and traces, then release the store."""
+        self._usage.close()
         self.store.close()
 
     def __enter__(self) -> Engram:
@@ -204,6 +216,46 @@ class Engram:
                                         self._now(None))  # fmt: skip
 
     # -- reads ---------------------------------------------------------------------
+
+    def recall(
+        self, ctx: Context, query: str, intent: str | None = None,
+        budget: Budget | None = None, as_of: datetime | None = None,
+        now: datetime | None = None,
+    ) -> RecallResult:  # fmt: skip
+        """The memories that should influence the next action, rendered and explained.
+
+        Runs the ten-stage read path (SPEC section 4). ``as_of`` asks what was valid
+        at that time; ``now`` fixes the clock. Outcomes such as ``empty`` or
+        ``ambiguous`` are statuses of the result, not exceptions.
+        """
+        scope = resolve(ctx)
+        if not isinstance(query, str) or len(query) > _MAX_QUERY:
+            raise InvalidArgument(f"query must be a string of at most {_MAX_QUERY} characters")
+        chosen = validate_budget(self.config.recall.budget if budget is None else budget)
+        when = self._now(now)
+        request = Request(scope, query, intent, chosen, when,
+                          None if as_of is None else require_aware(as_of, "as_of"))  # fmt: skip
+        result = run_pipeline(request, self.store, self.embedder, self.config, self.token_counter)
+        vis = Visibility.of(scope)
+        self._usage.record(vis, result.ids, to_micros(when) or 0, result.trace.trace_id,
+                           result.trace.to_dict())  # fmt: skip
+        return result
+
+    def trace(self, ctx: Context, trace_id: str) -> dict[str, Any]:
+        """A stored recall trace by id (only the caller's own); ``NotFound`` otherwise."""
+        scope = resolve(ctx)
+        subject = Subject(scope.tenant_id, scope.user_id)
+        body = self._usage.pending_trace(subject, trace_id) or self.store.get_trace(
+            subject, trace_id
+        )
+        if body is None:
+            raise NotFound(f"no trace {trace_id!r} for this context")
+        loaded: dict[str, Any] = json.loads(body)
+        return loaded
+
+    def flush(self) -> None:
+        """Write queued usage counters and traces now (they are otherwise batched)."""
+        self._usage.flush()
 
     def get(self, ctx: Context, memory_id: str) -> Record:
         """One memory by id; ``NotFound`` when it is not visible to ``ctx``."""

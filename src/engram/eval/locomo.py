@@ -147,9 +147,7 @@ def parse_session_time(text: str) -> datetime:
         raise InvalidArgument(f"unparseable session time {text!r}")
     hour = int(match[1]) % 12 + (12 if match[3].lower() == "p" else 0)
     try:
-        return datetime(
-            int(match[6]), month, int(match[4]), hour, int(match[2]), tzinfo=UTC
-        )
+        return datetime(int(match[6]), month, int(match[4]), hour, int(match[2]), tzinfo=UTC)
     except ValueError as exc:
         raise InvalidArgument(f"impossible session time {text!r}: {exc}") from None
 
@@ -163,9 +161,7 @@ def load_locomo(path: str | Path) -> list[LocomoConversation]:
     source = Path(path)
     data = _read_json(source)
     if not isinstance(data, list) or not data:
-        raise InvalidArgument(
-            f"{source}: expected a non-empty JSON list of conversations"
-        )
+        raise InvalidArgument(f"{source}: expected a non-empty JSON list of conversations")
     conversations = [
         _parse_conversation(item, f"{source}: conversation [{position}]")
         for position, item in enumerate(data)
@@ -208,9 +204,7 @@ def _parse_conversation(item: object, where: str) -> LocomoConversation:
     return LocomoConversation(sample_id, speakers, turns, questions)
 
 
-def _parse_turns(
-    body: Mapping[str, object], sample_id: str, where: str
-) -> tuple[LocomoTurn, ...]:
+def _parse_turns(body: Mapping[str, object], sample_id: str, where: str) -> tuple[LocomoTurn, ...]:
     """Return every turn of every ``session_N`` list, in session order."""
     sessions = sorted(
         (
@@ -285,14 +279,8 @@ def _parse_question(
     if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
         raise InvalidArgument(f"{where}: 'evidence' must be a list of strings")
     category = obj.get("category")
-    if (
-        not isinstance(category, int)
-        or isinstance(category, bool)
-        or category not in _CATEGORIES
-    ):
-        raise InvalidArgument(
-            f"{where}: 'category' must be an integer 1-5, got {category!r}"
-        )
+    if not isinstance(category, int) or isinstance(category, bool) or category not in _CATEGORIES:
+        raise InvalidArgument(f"{where}: 'category' must be an integer 1-5, got {category!r}")
     return LocomoQuestion(
         conversation_id=sample_id,
         index=index,
@@ -308,9 +296,7 @@ def _caption(obj: Mapping[str, object], where: str) -> str | None:
     """Return a turn's image caption; ``None`` when it has none or it is blank."""
     caption = obj.get("blip_caption")
     if caption is not None and not isinstance(caption, str):
-        raise InvalidArgument(
-            f"{where}: 'blip_caption' must be a string, got {caption!r}"
-        )
+        raise InvalidArgument(f"{where}: 'blip_caption' must be a string, got {caption!r}")
     return caption if caption and caption.strip() else None
 
 
@@ -326,9 +312,7 @@ def _month_number(name: str) -> int:
 def _as_object(value: object, where: str) -> Mapping[str, object]:
     """Return ``value`` as a JSON object or raise naming the place."""
     if not isinstance(value, dict):
-        raise InvalidArgument(
-            f"{where}: expected a JSON object, got {type(value).__name__}"
-        )
+        raise InvalidArgument(f"{where}: expected a JSON object, got {type(value).__name__}")
     return value
 
 

@@ -174,9 +174,7 @@ def markdown_table(results: Mapping[str, LocomoScores]) -> str:
     return "\n\n".join(sections) + "\n"
 
 
-def write_chart(
-    results: Mapping[str, LocomoScores], path: str | Path, *, k: int = 10
-) -> Path:
+def write_chart(results: Mapping[str, LocomoScores], path: str | Path, *, k: int = 10) -> Path:
     """Write a PNG bar chart of turn-level R@k per category, one bar per system.
 
     matplotlib is imported here, through its Agg canvas and without pyplot, so
@@ -193,9 +191,7 @@ def write_chart(
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as exc:
-        raise ImportError(
-            "write_chart needs matplotlib: pip install matplotlib"
-        ) from exc
+        raise ImportError("write_chart needs matplotlib: pip install matplotlib") from exc
     figure = Figure(figsize=(2 + 1.6 * len(GROUPS), 4.5), layout="constrained")
     FigureCanvasAgg(figure)
     _draw_bars(figure.add_subplot(), results, k)
@@ -225,9 +221,7 @@ def _draw_bars(axes: Axes, results: Mapping[str, LocomoScores], k: int) -> None:
 def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
     """Return ``ks`` as a tuple after checking they are distinct positive ints."""
     checked = tuple(ks)
-    valid = all(
-        isinstance(k, int) and not isinstance(k, bool) and k > 0 for k in checked
-    )
+    valid = all(isinstance(k, int) and not isinstance(k, bool) and k > 0 for k in checked)
     if not checked or not valid or len(set(checked)) != len(checked):
         raise InvalidArgument(f"ks must be distinct positive integers, got {ks!r}")
     return checked
@@ -245,9 +239,7 @@ def _score_question(
     if outcome is None:
         raise InvalidArgument(f"no retrieval outcome for question {key!r}")
     if question.category not in CATEGORY_NAMES:
-        raise InvalidArgument(
-            f"question {key!r} has unknown category {question.category}"
-        )
+        raise InvalidArgument(f"question {key!r} has unknown category {question.category}")
     retrieved = _sessions(conversation, outcome.ids, key)
     gold = _sessions(conversation, question.evidence, key)
     if question.category == ADVERSARIAL or not gold:
@@ -283,16 +275,13 @@ def _recall_table(
         rows = [
             values
             for s in scores
-            if s.category in categories
-            and (values := s.turn if turn else s.session) is not None
+            if s.category in categories and (values := s.turn if turn else s.session) is not None
         ]
         table[group] = {k: _mean(row[i] for row in rows) for i, k in enumerate(ks)}
     return table
 
 
-def _abstention(
-    scores: Sequence[_QuestionScore], categories: tuple[int, ...]
-) -> float | None:
+def _abstention(scores: Sequence[_QuestionScore], categories: tuple[int, ...]) -> float | None:
     """Return the share of questions in ``categories`` that were abstained on."""
     return _mean(float(s.abstained) for s in scores if s.category in categories)
 
@@ -303,9 +292,7 @@ def _counts(scores: Sequence[_QuestionScore]) -> dict[str, GroupCounts]:
     for group in (*GROUPS[:-1], str(ADVERSARIAL), OVERALL):
         categories = ANSWERABLE if group == OVERALL else (int(group),)
         members = [s for s in scores if s.category in categories]
-        scored = sum(
-            1 for s in members if s.turn is not None or s.category == ADVERSARIAL
-        )
+        scored = sum(1 for s in members if s.turn is not None or s.category == ADVERSARIAL)
         counts[group] = GroupCounts(len(members), scored, len(members) - scored)
     return counts
 
@@ -318,9 +305,7 @@ def _mean(values: Iterable[float]) -> float | None:
 
 def _recall_dict(recall: RecallTable) -> dict[str, dict[str, float | None]]:
     """Return a recall table with ``"R@k"`` string keys."""
-    return {
-        group: {f"R@{k}": v for k, v in row.items()} for group, row in recall.items()
-    }
+    return {group: {f"R@{k}": v for k, v in row.items()} for group, row in recall.items()}
 
 
 def _recall_section(

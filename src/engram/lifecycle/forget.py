@@ -78,7 +78,5 @@ def erase_subject(store: Store, tenant_id: str, user_id: str, now: datetime) -> 
         store.append_audit(AuditEntry(to_micros(now) or 0, tenant_id, user_id, "admin",
                                       "ERASE", [], f"erased {len(own)} records"))  # fmt: skip
     store.forget_partition(subject)
-    verified = store.subject_residue(subject) == 0 and not store.derived_ids(
-        Tenant(tenant_id), own
-    )
+    verified = store.subject_residue(subject) == 0 and not store.derived_ids(Tenant(tenant_id), own)
     return ErasureReceipt(tenant_id, user_id, len(own), len(derived), traces, verified)

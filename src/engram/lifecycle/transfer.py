@@ -138,4 +138,3 @@ def import_rows(
                                       scope.agent_id or scope.user_id, "IMPORT",
                                       list(ids.values()), "import"))  # fmt: skip
     return ImportReport(len(keep), tuple(skipped), ids)
-

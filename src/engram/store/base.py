@@ -86,6 +86,18 @@ class Store(Protocol):
         """Most recently observed visible records."""
         ...
 
+    def keyed(
+        self, vis: Visibility, types: Sequence[str], statuses: Sequence[str], limit: int
+    ) -> list[Record]:
+        """Keyed records of some types, newest observed first."""
+        ...
+
+    def vectors_of(
+        self, vis: Visibility, ids: Sequence[str], model: str
+    ) -> dict[str, NDArray[np.float32]]:
+        """Stored vectors of visible records."""
+        ...
+
     # writes
     def slot_by_key(self, slot: OwnerSlot, key: str, statuses: Sequence[str]) -> list[Record]:
         """Versions of a key in one write slot."""
@@ -131,6 +143,14 @@ class Store(Protocol):
 
     def touch(self, vis: Visibility, ids: Sequence[str], now_us: int) -> None:
         """Count accesses."""
+        ...
+
+    def put_traces(self, rows: Sequence[tuple[str, str, str, int, str]], keep: int) -> None:
+        """Store traces, keeping the newest ``keep``."""
+        ...
+
+    def get_trace(self, subject: Subject, trace_id: str) -> str | None:
+        """A stored trace body."""
         ...
 
     # vectors, meta, audit, rebuild

@@ -23,6 +23,7 @@ __all__ = [
     "export",
     "get",
     "history",
+    "keyed",
     "lexical",
     "listing",
     "recent",
@@ -93,6 +94,16 @@ def by_key(vis: Visibility, keys: Sequence[str], statuses: Sequence[str], limit:
         f" AND {_STATUS} ORDER BY r.created_at DESC LIMIT :limit"
     )
     return sql, {**params, "keys": _json(keys), "statuses": _json(statuses), "limit": limit}
+
+
+def keyed(vis: Visibility, types: Sequence[str], statuses: Sequence[str], limit: int) -> Query:
+    """Keyed records of some types (the structured channel), newest observed first."""
+    cond, params = vis.sql()
+    sql = (
+        f"{SELECT} WHERE r.type IN (SELECT value FROM json_each(:types)) AND {cond}"
+        f" AND r.key IS NOT NULL AND {_STATUS} ORDER BY r.observed_at DESC LIMIT :limit"
+    )
+    return sql, {**params, "types": _json(types), "statuses": _json(statuses), "limit": limit}
 
 
 def lexical(vis: Visibility, match: str, statuses: Sequence[str], limit: int) -> Query:

@@ -57,7 +57,7 @@ CREATE TABLE records (
 CREATE INDEX records_key ON records (tenant_id, user_id, key, scope) WHERE key IS NOT NULL;
 CREATE INDEX records_recent ON records (tenant_id, user_id, observed_at);
 CREATE INDEX records_hash ON records (tenant_id, user_id, content_hash);
-CREATE INDEX records_type ON records (tenant_id, user_id, type, status);
+CREATE INDEX records_type ON records (tenant_id, user_id, type, observed_at);
 CREATE INDEX records_expiry ON records (expires_at) WHERE expires_at IS NOT NULL;
 """
 

@@ -85,9 +85,7 @@ class SQLiteStore:
         try:
             for statement in _split(script):
                 self._run(statement)
-            self._run(
-                "INSERT INTO migrations VALUES (:name, datetime('now'))", {"name": name}
-            )
+            self._run("INSERT INTO migrations VALUES (:name, datetime('now'))", {"name": name})
         except sqlite3.Error as exc:
             raise MigrationError(f"migration {name} failed: {exc}") from exc
 
@@ -256,6 +254,26 @@ class SQLiteStore:
         state = counters.get(subject.user_id, (0, 0))
         return self._cache.get(subject, model, dim, state, load)
 
+    def keyed(
+        self, vis: Visibility, types: Sequence[str], statuses: Sequence[str], limit: int
+    ) -> list[Record]:
+        """Candidate query: keyed records of ``types``, most recently observed first."""
+        return self._records(queries.keyed(vis, types, statuses, limit)) if types else []
+
+    def vectors_of(
+        self, vis: Visibility, ids: Sequence[str], model: str
+    ) -> dict[str, NDArray[np.float32]]:
+        """Stored vectors of visible records among ``ids`` (for dedup, MMR, semantic)."""
+        if not ids:
+            return {}
+        cond, params = vis.partition.partition_sql("v")
+        sql = (
+            "SELECT v.record_id, v.vector FROM vectors v WHERE v.record_id IN"
+            f" (SELECT value FROM json_each(:ids)) AND {cond} AND v.model = :model"
+        )
+        rows = self._rows((sql, {**params, "ids": json.dumps(list(ids)), "model": model}))
+        return {row[0]: np.frombuffer(row[1], dtype=np.float32) for row in rows}
+
     # -- write side (call inside ``transaction``) --------------------------------
 
     def slot_by_key(self, slot: OwnerSlot, key: str, statuses: Sequence[str]) -> list[Record]:
@@ -338,6 +356,31 @@ class SQLiteStore:
             f" AND {cond}",
             {**params, "ids": json.dumps(list(ids)), "now": now_us},
         )
+
+    # -- traces -------------------------------------------------------------------
+
+    def put_traces(self, rows: Sequence[tuple[str, str, str, int, str]], keep: int) -> None:
+        """Store (trace_id, tenant, user, at, body) rows and keep only the newest ``keep``."""
+        for trace_id, tenant, user, at, body in rows:
+            self._run(
+                "INSERT OR REPLACE INTO traces (trace_id, tenant_id, user_id, at, body)"
+                " VALUES (:id, :tenant, :user, :at, :body)",
+                {"id": trace_id, "tenant": tenant, "user": user, "at": at, "body": body},
+            )
+        self._run(
+            "DELETE FROM traces WHERE seq <= (SELECT seq FROM traces ORDER BY seq DESC"
+            " LIMIT 1 OFFSET :keep)",
+            {"keep": keep},
+        )
+
+    def get_trace(self, subject: Subject, trace_id: str) -> str | None:
+        """The stored body of one of the subject's traces."""
+        cond, params = subject.sql("t")
+        rows = self._rows(
+            (f"SELECT t.body FROM traces t WHERE t.trace_id = :id AND {cond}",
+             {**params, "id": trace_id})
+        )  # fmt: skip
+        return str(rows[0][0]) if rows else None
 
     # -- vector model bookkeeping ------------------------------------------------
 

@@ -63,7 +63,8 @@ class Partition:
 
     def _grow(self, capacity: int) -> None:
         matrix = np.zeros((capacity, self.dimension), dtype=np.float32)
-        matrix[: self.size] = self.matrix[: self.size]
+        if self.size:
+            matrix[: self.size] = self.matrix[: self.size]
         self.matrix = matrix
         for name in ("users", "scopes", "agents"):
             column = np.empty(capacity, dtype=object)

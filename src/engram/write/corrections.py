@@ -106,9 +106,7 @@ def retract(
     return _finish(store, vis, record, changed, Operation.RETRACT, "retracted", reason, actor, now)
 
 
-def expire(
-    store: Store, vis: Visibility, record: Record, actor: str, now: datetime
-) -> WriteResult:
+def expire(store: Store, vis: Visibility, record: Record, actor: str, now: datetime) -> WriteResult:
     """Close ``record``'s validity now: it is history from here on."""
     _changeable(store, vis, record)
     end = record.valid_to if record.valid_to and record.valid_to < now else now

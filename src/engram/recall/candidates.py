@@ -1,0 +1,131 @@
+"""Stage 3: candidates from every channel the plan names, fused by reciprocal rank.
+
+Channels (all under the scope predicate, inside the storage query):
+
+* ``key``: keyed records of structured types (exact, deterministic lookup);
+* ``working``: task state of the caller's task and session;
+* ``lexical``: BM25 over FTS5;
+* ``vector``: exact cosine over the caller's vector partitions.
+
+A channel that fails is reported in the trace and the others still answer (the
+pipeline turns that into status ``partial``). Each candidate keeps the channels
+that found it, its rank and raw score in each, and its fused RRF score.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engram.config import RecallConfig
+from engram.errors import EngramError
+from engram.recall.model import Candidate, Plan
+from engram.recall.trace import ChannelReport, Trace
+from engram.store.base import Store
+from engram.store.predicate import Visibility
+from engram.types import Record
+
+__all__ = ["Sources", "gather"]
+
+Hits = list[tuple[Record, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class Sources:
+    """What the channels read from: the store, the caller's visibility, the query vector."""
+
+    store: Store
+    vis: Visibility
+    query_vector: NDArray[np.float32] | None
+    model: str
+    vector_error: str | None = None
+
+
+def _key(plan: Plan, src: Sources, config: RecallConfig) -> Hits:
+    types = [t for t in plan.types if t not in config.working_types]
+    records = src.store.keyed(src.vis, types, plan.statuses, plan.limits["key"])
+    return [(r, 1.0) for r in records]
+
+
+def _working(plan: Plan, src: Sources, config: RecallConfig) -> Hits:
+    types = [t for t in plan.types if t in config.working_types]
+    if not types:
+        return []
+    records = src.store.recent(src.vis, plan.statuses, plan.limits["working"], types)
+    return [(r, 1.0) for r in records]
+
+
+def _resolve(src: Sources, hits: list[tuple[str, float]]) -> Hits:
+    records = {r.id: r for r in src.store.fetch(src.vis, [i for i, _ in hits])}
+    return [(records[i], score) for i, score in hits if i in records]
+
+
+def _lexical(plan: Plan, src: Sources, config: RecallConfig) -> Hits:
+    hits = src.store.lexical(src.vis, plan.query, plan.statuses, plan.limits["lexical"])
+    return _resolve(src, hits)
+
+
+def _vector(plan: Plan, src: Sources, config: RecallConfig) -> Hits:
+    if src.query_vector is None:
+        raise EngramError(src.vector_error or "no query vector")
+    hits = src.store.vector(src.vis, src.query_vector, src.model, plan.statuses,
+                            plan.limits["vector"])  # fmt: skip
+    return _resolve(src, hits)
+
+
+_CHANNELS: dict[str, Callable[[Plan, Sources, RecallConfig], Hits]] = {
+    "key": _key,
+    "working": _working,
+    "lexical": _lexical,
+    "vector": _vector,
+}
+
+
+def _run_channel(name: str, plan: Plan, src: Sources, config: RecallConfig, trace: Trace) -> Hits:
+    report = ChannelReport(name)
+    trace.channels[name] = report
+    start = time.perf_counter()
+    try:
+        hits = _CHANNELS[name](plan, src, config)
+    except EngramError as exc:
+        report.error = type(exc).__name__
+        hits = []
+    report.ms = (time.perf_counter() - start) * 1000
+    report.count = len(hits)
+    return hits
+
+
+def gather(plan: Plan, src: Sources, config: RecallConfig, trace: Trace) -> list[Candidate]:
+    """Run the plan's channels and fuse their rankings (reciprocal-rank fusion)."""
+    allowed = set(plan.types)
+    found: dict[str, Candidate] = {}
+    for name in plan.limits:
+        for rank, (record, score) in enumerate(_run_channel(name, plan, src, config, trace)):
+            if record.type not in allowed:
+                continue
+            cand = found.setdefault(record.id, Candidate(record))
+            cand.channels[name] = score
+            cand.ranks[name] = rank
+            cand.fused += 1.0 / (config.rrf_k + rank + 1)
+    ranked = sorted(found.values(), key=lambda c: -c.fused)
+    _attach_vectors(ranked, src)
+    return ranked
+
+
+def _attach_vectors(candidates: list[Candidate], src: Sources) -> None:
+    """Give each candidate its stored vector and its cosine to the query."""
+    if src.query_vector is None or not candidates:
+        return
+    try:
+        vectors = src.store.vectors_of(src.vis, [c.id for c in candidates], src.model)
+    except EngramError:
+        return
+    for cand in candidates:
+        vector = vectors.get(cand.id)
+        if vector is not None:
+            cand.vector = vector
+            cand.components["semantic_raw"] = float(vector @ src.query_vector)

@@ -1,0 +1,200 @@
+"""The read path in order. ``STAGES`` lists the stages; ``run`` executes them, times
+each one and records its sizes in the trace, so no stage writes tracing code.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engram.config import Budget, Config
+from engram.embed import Embedder
+from engram.errors import EngramError
+from engram.ids import new_id
+from engram.recall import budget as budget_stage
+from engram.recall.candidates import Sources, gather
+from engram.recall.conflicts import clarification, resolve_conflicts
+from engram.recall.dedup import dedupe
+from engram.recall.eligibility import filter_eligible
+from engram.recall.intent import classify
+from engram.recall.model import (
+    Candidate,
+    Conflict,
+    Intent,
+    Mode,
+    Plan,
+    RecallItem,
+    RecallResult,
+    RecallStatus,
+)
+from engram.recall.plan import make_plan
+from engram.recall.render import render
+from engram.recall.rerank import rerank
+from engram.recall.trace import StageReport, Trace
+from engram.scope import Scope
+from engram.store.base import Store
+from engram.store.predicate import Visibility
+
+__all__ = ["STAGES", "Request", "run"]
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One recall call, validated."""
+
+    scope: Scope
+    query: str
+    intent: str | None
+    budget: Budget
+    now: datetime
+    as_of: datetime | None
+
+
+@dataclass(slots=True)
+class _State:
+    request: Request
+    store: Store
+    embedder: Embedder
+    config: Config
+    counter: budget_stage.TokenCounter
+    trace: Trace
+    mode: Mode = Mode.HYBRID
+    intent: Intent = Intent.GENERAL
+    plan: Plan | None = None
+    candidates: list[Candidate] = field(default_factory=list)
+    eligible: list[Candidate] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    prompt: str = ""
+    tokens: int = 0
+
+    @property
+    def the_plan(self) -> Plan:
+        assert self.plan is not None
+        return self.plan
+
+
+def _intent(s: _State) -> None:
+    s.mode, s.intent = classify(s.request.query, s.request.intent)
+
+
+def _plan(s: _State) -> None:
+    r = s.request
+    s.plan = make_plan(s.config, r.scope, r.query, s.mode, s.intent, r.now, r.as_of)
+
+
+def _query_vector(s: _State) -> tuple[NDArray[np.float32] | None, str | None]:
+    if "vector" not in s.the_plan.limits:
+        return None, None
+    try:
+        s.store.check_vector_model(s.embedder.model_id)
+        return s.embedder.embed([s.request.query])[0], None
+    except EngramError as exc:
+        return None, type(exc).__name__
+
+
+def _candidates(s: _State) -> None:
+    vector, error = _query_vector(s)
+    src = Sources(s.store, Visibility.of(s.request.scope), vector, s.embedder.model_id, error)
+    s.candidates = gather(s.the_plan, src, s.config.recall, s.trace)
+
+
+def _eligibility(s: _State) -> None:
+    s.candidates = filter_eligible(s.candidates, s.the_plan, s.config, s.trace)
+
+
+def _dedup(s: _State) -> None:
+    s.candidates = dedupe(s.candidates, s.config.recall, s.trace)
+    s.eligible = list(s.candidates)
+
+
+def _rerank(s: _State) -> None:
+    floor = s.config.recall.floor_for(s.embedder.model_id)
+    s.candidates = rerank(s.candidates, s.the_plan, s.config, floor, s.trace)
+
+
+def _conflicts(s: _State) -> None:
+    s.candidates, s.conflicts = resolve_conflicts(s.candidates, s.eligible, s.config.recall,
+                                                  s.trace)  # fmt: skip
+
+
+def _budget(s: _State) -> None:
+    def draft(items: list[Candidate]) -> str:
+        return render(items, s.config.types)
+
+    s.candidates, s.tokens = budget_stage.select(s.candidates, s.config, s.request.budget,
+                                                 draft, s.counter)  # fmt: skip
+
+
+def _render(s: _State) -> None:
+    s.prompt = render(s.candidates, s.config.types)
+
+
+STAGES: tuple[tuple[str, Callable[[_State], None]], ...] = (
+    ("intent", _intent),
+    ("plan", _plan),
+    ("candidates", _candidates),
+    ("eligibility", _eligibility),
+    ("dedup", _dedup),
+    ("rerank", _rerank),
+    ("conflicts", _conflicts),
+    ("budget", _budget),
+    ("render", _render),
+)
+
+
+def _status(s: _State) -> RecallStatus:
+    channels = s.trace.channels.values()
+    failed = [c for c in channels if c.error]
+    if channels and len(failed) == len(channels):
+        return RecallStatus.UNAVAILABLE
+    if s.conflicts:
+        return RecallStatus.AMBIGUOUS
+    if failed:
+        return RecallStatus.PARTIAL
+    return RecallStatus.OK if s.candidates else RecallStatus.EMPTY
+
+
+def _finish(s: _State) -> RecallResult:
+    status = _status(s)
+    items = [RecallItem(c.record, c.score, dict(c.components), _reason(c), tuple(c.merged_from))
+             for c in s.candidates]  # fmt: skip
+    t = s.trace
+    t.mode, t.intent, t.status = s.mode.value, s.intent.value, status.value
+    t.as_of = s.request.as_of.isoformat() if s.request.as_of else None
+    t.tokens_used, t.token_budget = s.tokens, s.request.budget.max_tokens
+    t.selected = [{"id": i.record.id, "score": round(i.score, 4), "reason": i.reason,
+                   "components": {k: round(v, 4) for k, v in i.components.items()}}
+                  for i in items]  # fmt: skip
+    return RecallResult(status, items, s.conflicts, clarification(s.conflicts, s.eligible),
+                        s.prompt, t, s.tokens)  # fmt: skip
+
+
+def _reason(cand: Candidate) -> str:
+    c = cand.components
+    basis = max(("semantic", "lexical", "structural"), key=lambda k: c.get(k, 0.0))
+    found = "+".join(sorted(cand.channels)) or "none"
+    return f"{cand.record.type} in {cand.record.scope}; relevant by {basis}; found by {found}"
+
+
+def run(
+    request: Request, store: Store, embedder: Embedder, config: Config,
+    counter: budget_stage.TokenCounter,
+) -> RecallResult:  # fmt: skip
+    """Execute every stage in order and return the result with its trace."""
+    state = _State(request, store, embedder, config, counter, Trace(new_id()))
+    started = time.perf_counter()
+    for name, stage in STAGES:
+        size_in = len(state.candidates)
+        t0 = time.perf_counter()
+        stage(state)
+        ms = (time.perf_counter() - t0) * 1000
+        state.trace.stages.append(StageReport(name, size_in, len(state.candidates), ms))
+        if state.mode == Mode.NONE and name == "plan":
+            break
+    state.trace.total_ms = (time.perf_counter() - started) * 1000
+    return _finish(state)

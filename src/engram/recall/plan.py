@@ -1,0 +1,57 @@
+"""Stage 2: the plan. Types, statuses, time and per-channel limits for one request.
+
+Every limit comes from ``RecallConfig`` by name; nothing here is a literal
+threshold. A past ``as_of`` widens the statuses to the versions that may have
+been valid then (superseded, expired); retracted and disputed never qualify.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from engram.config import Config
+from engram.recall.model import Intent, Mode, Plan
+from engram.scope import Scope
+from engram.types import Status, Tier
+
+__all__ = ["CHANNELS", "make_plan"]
+
+CHANNELS: dict[Mode, tuple[str, ...]] = {
+    Mode.NONE: (),
+    Mode.STRUCTURED: ("key", "working", "lexical", "vector"),
+    Mode.EPISODIC: ("working", "lexical", "vector"),
+    Mode.HYBRID: ("key", "working", "lexical", "vector"),
+}
+_NOW_STATUSES = (Status.ACTIVE.value,)
+_PAST_STATUSES = (Status.ACTIVE.value, Status.SUPERSEDED.value, Status.EXPIRED.value)
+
+
+def _types(config: Config, mode: Mode) -> tuple[str, ...]:
+    if mode == Mode.STRUCTURED:
+        tiers = {Tier.SEMANTIC, Tier.WORKING, Tier.PROCEDURAL}
+        return tuple(name for name, p in config.types.items() if p.tier in tiers)
+    return tuple(config.types)
+
+
+def make_plan(
+    config: Config, scope: Scope, query: str, mode: Mode, intent: Intent,
+    now: datetime, as_of: datetime | None,
+) -> Plan:  # fmt: skip
+    """Build the plan for one recall."""
+    when = now if as_of is None else as_of
+    time_travel = as_of is not None and as_of < now
+    rc = config.recall
+    limits = {"key": rc.key_limit, "working": rc.working_limit, "lexical": rc.lexical_limit,
+              "vector": rc.vector_limit}  # fmt: skip
+    return Plan(
+        mode=mode,
+        intent=intent,
+        scope=scope,
+        query=query,
+        types=_types(config, mode),
+        statuses=_PAST_STATUSES if time_travel else _NOW_STATUSES,
+        now=now,
+        as_of=when,
+        time_travel=time_travel,
+        limits={name: limits[name] for name in CHANNELS[mode]},
+    )

@@ -1,0 +1,107 @@
+"""Stage 6: rerank. A weighted sum of named components, then an absolute relevance floor.
+
+Components, each in 0..1 and kept on the item for the trace:
+
+* ``semantic``: cosine between the query and the memory (stored vector);
+* ``lexical``: share of the query's content words the memory contains;
+* ``task_fit``: how well the memory's type fits the request's intent;
+* ``scope``: specificity, task > session > repo > project > user > global;
+* ``authority``, ``confidence``;
+* ``freshness``: exponential decay with the type's half-life, from the later of
+  ``observed_at`` and ``valid_from`` (no decay for types without a half-life);
+* ``usage``: saturating count of past selections.
+
+The floor applies to *relevance*, the strongest evidence that the memory bears on
+this request: semantic, lexical, or structural (a hard constraint or the task
+state of a scope the request is working in). Weights only order what passes it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime
+
+from engram.config import Config, RecallConfig
+from engram.recall.model import Candidate, Intent, Plan
+from engram.recall.trace import Trace
+from engram.scope import scope_kind
+from engram.store.lexical import terms
+from engram.types import Record
+
+__all__ = ["rerank", "stem"]
+
+_NARROW = frozenset({"task", "session", "repo", "project"})
+_SUFFIX = re.compile(r"(ing|edly|ed|ies|es|s|ly)$")
+_LN2 = math.log(2.0)
+
+
+def stem(word: str) -> str:
+    """A deliberately light stemmer, applied to both sides of the lexical overlap."""
+    if len(word) <= 4:
+        return word
+    return _SUFFIX.sub("", word) or word
+
+
+def _stems(text: str) -> set[str]:
+    return {stem(word) for word in terms(text)}
+
+
+def _freshness(record: Record, half_life: float | None, now: datetime) -> float:
+    if half_life is None:
+        return 1.0
+    start = max(record.observed_at, record.valid_from or record.observed_at)
+    age_days = max(0.0, (now - start).total_seconds() / 86_400)
+    return math.exp(-_LN2 * age_days / half_life)
+
+
+def _structural(record: Record, plan: Plan, rc: RecallConfig, fit: float) -> float:
+    kind = scope_kind(record.scope)
+    if record.type not in rc.structural_types or kind not in _NARROW:
+        return 0.0
+    if record.type in rc.working_types:
+        return rc.scope_weights.get(kind, 0.0)
+    return fit * rc.scope_weights.get(kind, 0.0) if plan.intent == Intent.ACTION else 0.0
+
+
+def _components(cand: Candidate, plan: Plan, config: Config, query_stems: set[str]) -> None:
+    rc, record = config.recall, cand.record
+    fit = rc.task_fit.get(plan.intent.value, {}).get(record.type, 0.5)
+    overlap = query_stems & _stems(record.content) if query_stems else set()
+    usage = math.log1p(record.access_count) / math.log1p(rc.usage_saturation)
+    cand.components.update(
+        semantic=max(0.0, cand.components.get("semantic_raw", 0.0)),
+        lexical=len(overlap) / len(query_stems) if query_stems else 0.0,
+        task_fit=fit,
+        scope=rc.scope_weights.get(scope_kind(record.scope), 0.0),
+        authority=rc.authority_weights.get(record.authority.value, 0.0),
+        freshness=_freshness(record, config.policy(record.type).half_life_days, plan.now),
+        confidence=record.confidence,
+        usage=min(1.0, usage),
+        structural=_structural(record, plan, rc, fit),
+    )
+
+
+def _score(cand: Candidate, rc: RecallConfig) -> float:
+    w, c = rc.weights, cand.components
+    return (w.semantic * c["semantic"] + w.lexical * c["lexical"] + w.task_fit * c["task_fit"]
+            + w.scope * c["scope"] + w.authority * c["authority"] + w.freshness * c["freshness"]
+            + w.confidence * c["confidence"] + w.usage * c["usage"])  # fmt: skip
+
+
+def rerank(
+    candidates: list[Candidate], plan: Plan, config: Config, floor: float, trace: Trace
+) -> list[Candidate]:
+    """Score every candidate, drop those below the relevance floor, best first."""
+    query_stems = _stems(plan.query)
+    kept = []
+    for cand in candidates:
+        _components(cand, plan, config, query_stems)
+        c = cand.components
+        cand.relevance = max(c["semantic"], c["lexical"], c["structural"])
+        cand.score = _score(cand, config.recall)
+        if cand.relevance >= floor:
+            kept.append(cand)
+        else:
+            trace.reject("below_relevance_floor", cand.id)
+    return sorted(kept, key=lambda c: (-c.score, c.id))
