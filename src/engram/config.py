@@ -189,11 +189,12 @@ class RecallConfig:
 
 @dataclass(frozen=True, slots=True)
 class StoreConfig:
-    """Storage knobs: SQLite timeouts and the in-memory vector cache size."""
+    """Storage knobs: SQLite timeouts, the in-memory vector cache size, and the
+    document count above which a query term is too common to be worth a BM25 pass."""
 
     busy_timeout_ms: int = 5000
     vector_cache_rows: int = 2_000_000
-    insert_chunk: int = 500
+    fts_term_cap: int = 2000
 
 
 @dataclass(frozen=True, slots=True)

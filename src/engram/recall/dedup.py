@@ -69,29 +69,22 @@ def _key_value(cand: Candidate) -> Hashable | None:
 def _near_duplicates(
     candidates: list[Candidate], config: RecallConfig, trace: Trace
 ) -> list[Candidate]:
+    """Greedy, strongest first: drop a candidate whose vector is too close to a kept one."""
     ordered = sorted(candidates, key=_strength(config), reverse=True)
-    with_vec = [i for i, c in enumerate(ordered) if c.vector is not None]
-    if len(with_vec) < 2:
+    rows = [i for i, c in enumerate(ordered) if c.vector is not None]
+    if len(rows) < 2:
         return ordered
-    matrix = np.stack([ordered[i].vector for i in with_vec])  # type: ignore[misc]
-    sims = matrix @ matrix.T
-    row_of = {index: row for row, index in enumerate(with_vec)}
-    kept: list[int] = []
-    out: list[Candidate] = []
-    for index, cand in enumerate(ordered):
-        row = row_of.get(index)
-        twin = None
-        if row is not None and kept:
-            best = int(np.argmax(sims[row, kept]))
-            if sims[row, kept[best]] >= config.near_duplicate_cosine:
-                twin = ordered[with_vec[kept[best]]]
-        if twin is None:
-            out.append(cand)
-            if row is not None:
-                kept.append(row)
-        else:
-            _merge(twin, cand, trace, "near_duplicate")
-    return out
+    matrix = np.stack([ordered[i].vector for i in rows])  # type: ignore[misc]
+    close = np.tril(matrix @ matrix.T >= config.near_duplicate_cosine, k=-1)
+    suspects = set(np.flatnonzero(close.any(axis=1)).tolist())
+    dropped: set[int] = set()
+    for row in sorted(suspects):
+        earlier = [j for j in np.flatnonzero(close[row]).tolist() if j not in dropped]
+        if earlier:
+            dropped.add(row)
+            _merge(ordered[rows[earlier[0]]], ordered[rows[row]], trace, "near_duplicate")
+    gone = {rows[row] for row in dropped}
+    return [c for i, c in enumerate(ordered) if i not in gone]
 
 
 def dedupe(candidates: list[Candidate], config: RecallConfig, trace: Trace) -> list[Candidate]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["STOPWORDS", "match_expression", "terms"]
+__all__ = ["STOPWORDS", "match_expression", "prune_common", "quote", "terms"]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _MAX_TERMS = 24
@@ -37,10 +37,22 @@ def terms(text: str) -> list[str]:
     return list(seen)[:_MAX_TERMS]
 
 
-def match_expression(text: str) -> str | None:
-    """An OR of quoted terms over the ``content`` column, or None if nothing is left."""
-    words = terms(text)
+def quote(word: str) -> str:
+    """One FTS5 string token, quoted so it is never read as syntax."""
+    return '"' + word.replace('"', '""') + '"'
+
+
+def match_expression(words: list[str]) -> str | None:
+    """An OR of quoted terms over the ``content`` column, or None if there are none."""
     if not words:
         return None
-    quoted = " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
-    return f"content : ({quoted})"
+    return "content : (" + " OR ".join(quote(word) for word in words) + ")"
+
+
+def prune_common(counts: dict[str, int], cap: int, keep: int = 2) -> list[str]:
+    """Drop terms matching more than ``cap`` documents (low IDF, long doclists),
+    keeping at least the ``keep`` rarest so a query of common words still matches."""
+    rare = [word for word, count in counts.items() if count <= cap]
+    if len(rare) >= min(keep, len(counts)):
+        return rare
+    return sorted(counts, key=lambda word: counts[word])[:keep]

@@ -22,6 +22,7 @@ before anything is scored.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,13 +70,24 @@ class Visibility:
 
     def sql(self, alias: str = "r") -> tuple[str, dict[str, Any]]:
         """A boolean SQL condition over ``alias`` and its named parameters."""
+        (own, params), (tenant_wide, _) = self.branches(alias)
+        return f"({own} OR {tenant_wide})", params
+
+    def branches(self, alias: str = "r") -> tuple[tuple[str, dict[str, Any]], ...]:
+        """The two disjoint halves of ``sql`` (own records, tenant-wide records).
+
+        Queries that need index order (newest first) run one branch per
+        ``UNION ALL`` arm, because an ``IN`` over ``user_id`` defeats the index order.
+        """
         a = alias
-        text = (
-            f"({a}.tenant_id = :vis_tenant"
-            f" AND {a}.user_id IN (:vis_user, '')"
-            f" AND {a}.scope IN ('{USER}', '{GLOBAL}', :vis_s0, :vis_s1, :vis_s2, :vis_s3)"
-            f" AND {a}.agent_id IN ('', :vis_agent)"
-            f" AND ({a}.user_id <> '' OR {a}.scope = '{GLOBAL}'))"
+        own = (
+            f"({a}.tenant_id = :vis_tenant AND {a}.user_id = :vis_user"
+            f" AND {a}.scope IN ('{USER}', :vis_s0, :vis_s1, :vis_s2, :vis_s3)"
+            f" AND {a}.agent_id IN ('', :vis_agent))"
+        )
+        tenant_wide = (
+            f"({a}.tenant_id = :vis_tenant AND {a}.user_id = ''"
+            f" AND {a}.scope = '{GLOBAL}' AND {a}.agent_id = '')"
         )
         params: dict[str, Any] = {
             "vis_tenant": self.tenant_id,
@@ -83,7 +95,7 @@ class Visibility:
             "vis_agent": self.agent_id,
         }
         params.update({f"vis_s{i}": value for i, value in enumerate(self.named)})
-        return text, params
+        return (own, params), (tenant_wide, params)
 
     @property
     def allowed_scopes(self) -> frozenset[str]:
@@ -98,16 +110,22 @@ class Visibility:
 
     def row_mask(
         self,
-        user_ids: NDArray[np.object_],
-        scopes: NDArray[np.object_],
-        agents: NDArray[np.object_],
+        vocab: Mapping[str, int],
+        users: NDArray[np.int32],
+        scopes: NDArray[np.int32],
+        agents: NDArray[np.int32],
     ) -> NDArray[np.bool_]:
-        """The same rule as ``sql`` over column arrays of an in-memory partition."""
-        own = user_ids == self.user_id
-        tenant_wide = (user_ids == NO_USER) & (scopes == GLOBAL)
-        in_scope = np.isin(scopes, list(self.allowed_scopes))
-        agent_ok = (agents == NO_AGENT) | (agents == self.agent_id)
-        result: NDArray[np.bool_] = (own | tenant_wide) & in_scope & agent_ok
+        """The same rule as ``sql`` over the integer-coded columns of an in-memory
+        partition of one tenant (``vocab`` maps each string to its code)."""
+
+        def code(value: str) -> int:
+            return vocab.get(value, -1)
+
+        own_scopes = [code(USER), *(code(s) for s in self.named if s)]
+        own = (users == code(self.user_id)) & np.isin(scopes, own_scopes)
+        tenant_wide = (users == code(NO_USER)) & (scopes == code(GLOBAL))
+        agent_ok = (agents == code(NO_AGENT)) | (agents == code(self.agent_id))
+        result: NDArray[np.bool_] = (own | tenant_wide) & agent_ok
         return result
 
     @property

@@ -27,14 +27,17 @@ __all__ = [
     "lexical",
     "listing",
     "recent",
+    "recent_of_types",
     "slot_by_hash",
     "slot_by_key",
+    "status_of",
     "subject_ids",
 ]
 
 Query = tuple[str, dict[str, Any]]
 
-SELECT = "SELECT " + ", ".join(f"r.{column}" for column in COLUMNS) + " FROM records r"
+_SELECT_COLS = "SELECT " + ", ".join(f"r.{column}" for column in COLUMNS)
+SELECT = _SELECT_COLS + " FROM records r"
 _STATUS = "r.status IN (SELECT value FROM json_each(:statuses))"
 
 
@@ -51,8 +54,20 @@ def get(vis: Visibility, record_id: str) -> Query:
 def by_ids(vis: Visibility, ids: Sequence[str]) -> Query:
     """Visible records among ``ids`` (order not preserved)."""
     cond, params = vis.sql()
-    sql = f"{SELECT} WHERE r.id IN (SELECT value FROM json_each(:ids)) AND {cond}"
+    sql = (
+        f"{_SELECT_COLS} FROM json_each(:ids) j CROSS JOIN records r ON r.id = j.value WHERE {cond}"
+    )
     return sql, {**params, "ids": _json(ids)}
+
+
+def status_of(vis: Visibility, ids: Sequence[str], statuses: Sequence[str]) -> Query:
+    """Ids among ``ids`` that are visible and in one of ``statuses`` (a cheap check)."""
+    cond, params = vis.sql()
+    sql = (
+        "SELECT r.id FROM json_each(:ids) j CROSS JOIN records r ON r.id = j.value"
+        f" WHERE {cond} AND {_STATUS}"
+    )
+    return sql, {**params, "ids": _json(ids), "statuses": _json(statuses)}
 
 
 def listing(
@@ -86,55 +101,77 @@ def history(vis: Visibility, record_id: str) -> Query:
     return sql, {**params, "id": record_id}
 
 
+def _union(vis: Visibility, arm: str, order: str) -> Query:
+    """``arm`` (with ``{cond}``) once per visibility branch, UNION ALL, ordered, limited.
+
+    Each arm can use the (tenant, user, ...) indexes in order, which a single
+    condition with ``user_id IN (...)`` cannot.
+    """
+    arms = []
+    params: dict[str, Any] = {}
+    for cond, branch_params in vis.branches():
+        arms.append(f"SELECT * FROM ({arm.format(cond=cond)} ORDER BY {order} LIMIT :limit)")
+        params.update(branch_params)
+    unqualified = order.replace("r.", "")
+    return " UNION ALL ".join(arms) + f" ORDER BY {unqualified} LIMIT :limit", params
+
+
 def by_key(vis: Visibility, keys: Sequence[str], statuses: Sequence[str], limit: int) -> Query:
     """Exact key lookup: visible records whose key is one of ``keys``."""
-    cond, params = vis.sql()
-    sql = (
-        f"{SELECT} WHERE r.key IN (SELECT value FROM json_each(:keys)) AND {cond}"
-        f" AND {_STATUS} ORDER BY r.created_at DESC LIMIT :limit"
+    arm = (
+        f"{_SELECT_COLS} FROM json_each(:keys) j CROSS JOIN records r ON r.key = j.value"
+        f" WHERE {{cond}} AND {_STATUS}"
     )
+    sql, params = _union(vis, arm, "r.created_at DESC")
     return sql, {**params, "keys": _json(keys), "statuses": _json(statuses), "limit": limit}
 
 
 def keyed(vis: Visibility, types: Sequence[str], statuses: Sequence[str], limit: int) -> Query:
     """Keyed records of some types (the structured channel), newest observed first."""
-    cond, params = vis.sql()
-    sql = (
-        f"{SELECT} WHERE r.type IN (SELECT value FROM json_each(:types)) AND {cond}"
-        f" AND r.key IS NOT NULL AND {_STATUS} ORDER BY r.observed_at DESC LIMIT :limit"
+    arm = (
+        f"{_SELECT_COLS} FROM json_each(:types) j CROSS JOIN records r ON r.type = j.value"
+        f" WHERE {{cond}} AND r.key IS NOT NULL AND {_STATUS}"
     )
+    sql, params = _union(vis, arm, "r.observed_at DESC")
     return sql, {**params, "types": _json(types), "statuses": _json(statuses), "limit": limit}
 
 
-def lexical(vis: Visibility, match: str, statuses: Sequence[str], limit: int) -> Query:
-    """BM25 over FTS5, pre-filtered by the owner column and filtered by visibility.
+def lexical(vis: Visibility, match: str, statuses: Sequence[str], limit: int, depth: int) -> Query:
+    """BM25 over FTS5: the best ``depth`` matches in the caller's partitions (owner
+    column pre-filter inside MATCH), then the full visibility and status filter.
 
-    ``CROSS JOIN`` fixes the join order (FTS first); without it SQLite may plan a
-    scan of ``records``. The owner column has weight 0 in ``bm25``.
+    The caller deepens ``depth`` until ``limit`` rows survive or FTS runs out.
+    ``CROSS JOIN`` keeps FTS as the outer loop. The owner column has weight 0.
     """
     cond, params = vis.sql()
     sql = (
-        "SELECT r.id, bm25(records_fts, 1.0, 0.0) AS score FROM records_fts"
-        " CROSS JOIN records r ON r.rowid = records_fts.rowid"
-        f" WHERE records_fts MATCH :match AND {cond} AND {_STATUS}"
-        " ORDER BY score LIMIT :limit"
+        "SELECT r.id, f.score FROM (SELECT rowid AS rid, bm25(records_fts, 1.0, 0.0) AS score"
+        " FROM records_fts WHERE records_fts MATCH :match ORDER BY score LIMIT :depth) f"
+        f" CROSS JOIN records r ON r.rowid = f.rid WHERE {cond} AND {_STATUS}"
+        " ORDER BY f.score LIMIT :limit"
     )
     full_match = f"{vis.fts_owner_match()} AND {match}"
-    return sql, {**params, "match": full_match, "statuses": _json(statuses), "limit": limit}
+    extra = {"match": full_match, "statuses": _json(statuses), "limit": limit, "depth": depth}
+    return sql, {**params, **extra}
 
 
-def recent(
-    vis: Visibility, statuses: Sequence[str], types: Sequence[str] | None, limit: int
+def recent(vis: Visibility, statuses: Sequence[str], limit: int) -> Query:
+    """Most recently observed visible records (one index-ordered arm per branch)."""
+    arm = f"{SELECT} WHERE {{cond}} AND {_STATUS}"
+    sql, params = _union(vis, arm, "r.observed_at DESC")
+    return sql, {**params, "statuses": _json(statuses), "limit": limit}
+
+
+def recent_of_types(
+    vis: Visibility, statuses: Sequence[str], types: Sequence[str], limit: int
 ) -> Query:
-    """Most recently observed visible records, optionally of some types only."""
-    cond, params = vis.sql()
-    sql = (
-        f"{SELECT} WHERE {cond} AND {_STATUS}"
-        " AND (:types IS NULL OR r.type IN (SELECT value FROM json_each(:types)))"
-        " ORDER BY r.observed_at DESC, r.id DESC LIMIT :limit"
+    """Most recently observed visible records of some types (e.g. task state)."""
+    arm = (
+        f"{_SELECT_COLS} FROM json_each(:types) j CROSS JOIN records r ON r.type = j.value"
+        f" WHERE {{cond}} AND {_STATUS}"
     )
-    type_list = None if types is None else _json(types)
-    return sql, {**params, "statuses": _json(statuses), "types": type_list, "limit": limit}
+    sql, params = _union(vis, arm, "r.observed_at DESC")
+    return sql, {**params, "statuses": _json(statuses), "types": _json(types), "limit": limit}
 
 
 def export(vis: Visibility) -> Query:
@@ -168,6 +205,7 @@ def derived_from(tenant: Tenant, ids: Sequence[str]) -> Query:
     cond, params = tenant.sql()
     sql = (
         "SELECT DISTINCT r.id FROM records r, json_each(r.derived_from) j"
-        f" WHERE {cond} AND j.value IN (SELECT value FROM json_each(:ids))"
+        f" WHERE {cond} AND r.derived_from <> '[]'"
+        " AND j.value IN (SELECT value FROM json_each(:ids))"
     )
     return sql, {**params, "ids": _json(ids)}

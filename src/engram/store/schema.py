@@ -59,6 +59,7 @@ CREATE INDEX records_recent ON records (tenant_id, user_id, observed_at);
 CREATE INDEX records_hash ON records (tenant_id, user_id, content_hash);
 CREATE INDEX records_type ON records (tenant_id, user_id, type, observed_at);
 CREATE INDEX records_expiry ON records (expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX records_derived ON records (tenant_id) WHERE derived_from <> '[]';
 """
 
 _FTS = """

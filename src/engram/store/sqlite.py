@@ -21,11 +21,18 @@ from engram.config import StoreConfig
 from engram.errors import IndexMismatch, MigrationError, StoreError
 from engram.store import queries
 from engram.store.audit import GENESIS, AuditEntry, AuditReport, entry_hash, verify_chain
-from engram.store.lexical import match_expression
+from engram.store.lexical import match_expression, prune_common, terms
 from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
 from engram.store.rows import COLUMNS, record_from_row, record_to_row
 from engram.store.schema import MIGRATIONS
-from engram.store.vectors import Partition, PartitionCache, VectorRow, partitions_for, top_k
+from engram.store.vectors import (
+    IdLookup,
+    Partition,
+    PartitionCache,
+    VectorRow,
+    partitions_for,
+    top_k,
+)
 from engram.types import Record
 
 __all__ = ["SQLiteStore", "Tracer"]
@@ -175,11 +182,26 @@ class SQLiteStore:
         self, vis: Visibility, text: str, statuses: Sequence[str], limit: int
     ) -> list[tuple[str, float]]:
         """Candidate query: BM25 over content; scores are positive, higher is better."""
-        match = match_expression(text)
+        words = terms(text)
+        if not words:
+            return []
+        cap = self.config.fts_term_cap
+        counts = {word: self._fts_count(vis, match_expression([word]) or "", cap) for word in words}
+        match = match_expression(prune_common(counts, cap))
         if match is None:
             return []
-        rows = self._rows(queries.lexical(vis, match, statuses, limit))
-        return [(row[0], -float(row[1])) for row in rows]
+        depth = 4 * limit
+        while True:
+            rows = self._rows(queries.lexical(vis, match, statuses, limit, depth))
+            if len(rows) >= limit or self._fts_count(vis, match, depth) <= depth:
+                return [(row[0], -float(row[1])) for row in rows]
+            depth *= 8
+
+    def _fts_count(self, vis: Visibility, match: str, cap: int) -> int:
+        """Matches of ``match`` in the caller's partitions, counted up to ``cap + 1``."""
+        sql = "SELECT count(*) FROM (SELECT 1 FROM records_fts WHERE records_fts MATCH :m LIMIT :n)"
+        full = f"{vis.fts_owner_match()} AND {match}"
+        return int(self._rows((sql, {"m": full, "n": cap + 1}))[0][0])
 
     def recent(
         self,
@@ -189,7 +211,9 @@ class SQLiteStore:
         types: Sequence[str] | None = None,
     ) -> list[Record]:
         """Candidate query: most recently observed records in the caller's scopes."""
-        return self._records(queries.recent(vis, statuses, types, limit))
+        if types is None:
+            return self._records(queries.recent(vis, statuses, limit))
+        return self._records(queries.recent_of_types(vis, statuses, types, limit))
 
     def export(self, vis: Visibility) -> list[Record]:
         """Every visible record, every status, oldest first."""
@@ -211,25 +235,32 @@ class SQLiteStore:
         ids, scores = self._scan(vis, np.ascontiguousarray(query, dtype=np.float32), model)
         wanted = limit
         while True:
-            ranked = top_k(ids, scores, min(len(ids), max(2 * wanted, wanted + 8)))
-            alive = {r.id for r in self.fetch(vis, [i for i, _ in ranked]) if r.status in statuses}
+            ranked = top_k(ids, scores, min(len(scores), max(2 * wanted, wanted + 8)))
+            alive = self._with_status(vis, [i for i, _ in ranked], statuses)
             hits = [(i, s) for i, s in ranked if i in alive]
-            if len(hits) >= limit or len(ranked) >= len(ids):
+            if len(hits) >= limit or len(ranked) >= len(scores):
                 return hits[:limit]
             wanted *= 4
 
+    def _with_status(
+        self, vis: Visibility, ids: Sequence[str], statuses: Sequence[str]
+    ) -> set[str]:
+        """The visible ids among ``ids`` whose status is in ``statuses``."""
+        sql, params = queries.status_of(vis, ids, statuses)
+        return {row[0] for row in self._rows((sql, params))}
+
     def _scan(
         self, vis: Visibility, query: NDArray[np.float32], model: str
-    ) -> tuple[list[str], NDArray[np.float32]]:
+    ) -> tuple[IdLookup, NDArray[np.float32]]:
         counters = self._partition_counters(vis)
-        ids: list[str] = []
-        parts: list[NDArray[np.float32]] = []
+        parts: list[tuple[Partition, NDArray[np.intp]]] = []
+        scores: list[NDArray[np.float32]] = []
         for subject in partitions_for(vis):
             part = self._partition(subject, model, query.shape[0], counters)
-            found, scores = part.search(vis, query)
-            ids.extend(found)
-            parts.append(np.asarray(scores, dtype=np.float32))
-        return ids, np.concatenate(parts) if parts else np.zeros(0, np.float32)
+            rows, part_scores = part.search(vis, query)
+            parts.append((part, rows))
+            scores.append(part_scores.astype(np.float32, copy=False))
+        return IdLookup(parts), np.concatenate(scores)
 
     def _partition_counters(self, vis: Visibility) -> dict[str, tuple[int, int]]:
         cond, params = vis.partition.partition_sql("p")
@@ -268,8 +299,8 @@ class SQLiteStore:
             return {}
         cond, params = vis.partition.partition_sql("v")
         sql = (
-            "SELECT v.record_id, v.vector FROM vectors v WHERE v.record_id IN"
-            f" (SELECT value FROM json_each(:ids)) AND {cond} AND v.model = :model"
+            "SELECT v.record_id, v.vector FROM json_each(:ids) j CROSS JOIN vectors v"
+            f" ON v.record_id = j.value WHERE {cond} AND v.model = :model"
         )
         rows = self._rows((sql, {**params, "ids": json.dumps(list(ids)), "model": model}))
         return {row[0]: np.frombuffer(row[1], dtype=np.float32) for row in rows}
@@ -351,9 +382,9 @@ class SQLiteStore:
         """Count one access of each visible record in ``ids``."""
         cond, params = vis.sql()
         self._run(
-            f"UPDATE records AS r SET access_count = r.access_count + 1,"
-            f" last_accessed_at = :now WHERE r.id IN (SELECT value FROM json_each(:ids))"
-            f" AND {cond}",
+            "UPDATE records SET access_count = access_count + 1, last_accessed_at = :now"
+            " WHERE rowid IN (SELECT r.rowid FROM json_each(:ids) j CROSS JOIN records r"
+            f" ON r.id = j.value WHERE {cond})",
             {**params, "ids": json.dumps(list(ids)), "now": now_us},
         )
 

@@ -16,14 +16,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from engram.store.predicate import NO_USER, Subject, Visibility
 
-__all__ = ["Partition", "PartitionCache", "VectorRow", "top_k"]
+__all__ = ["IdLookup", "Partition", "PartitionCache", "VectorRow", "partitions_for", "top_k"]
 
 VectorRow = tuple[int, str, str, str, str, bytes]  # seq, id, user, scope, agent, blob
 Loader = Callable[[Subject, int], list[VectorRow]]
@@ -31,7 +30,11 @@ Loader = Callable[[Subject, int], list[VectorRow]]
 
 @dataclass
 class Partition:
-    """The vectors of one (tenant, user) partition, with the columns the mask needs."""
+    """The vectors of one (tenant, user) partition, with the columns the mask needs.
+
+    String columns are held as int32 codes (``vocab``) so the visibility mask is a
+    few vectorised integer comparisons.
+    """
 
     dimension: int
     inserts: int = 0
@@ -39,10 +42,17 @@ class Partition:
     max_seq: int = 0
     size: int = 0
     ids: list[str] = field(default_factory=list)
+    vocab: dict[str, int] = field(default_factory=dict)
     matrix: NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), np.float32))
-    users: NDArray[np.object_] = field(default_factory=lambda: np.zeros(0, object))
-    scopes: NDArray[np.object_] = field(default_factory=lambda: np.zeros(0, object))
-    agents: NDArray[np.object_] = field(default_factory=lambda: np.zeros(0, object))
+    users: NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
+    scopes: NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
+    agents: NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
+
+    def __post_init__(self) -> None:
+        self.matrix = np.zeros((0, self.dimension), dtype=np.float32)
+
+    def _code(self, value: str) -> int:
+        return self.vocab.setdefault(value, len(self.vocab))
 
     def append(self, rows: Sequence[VectorRow]) -> None:
         """Add rows (already ordered by seq), growing buffers geometrically."""
@@ -54,9 +64,9 @@ class Partition:
         start = self.size
         block = np.frombuffer(b"".join(row[5] for row in rows), dtype=np.float32)
         self.matrix[start:needed] = block.reshape(len(rows), self.dimension)
-        self.users[start:needed] = [row[2] for row in rows]
-        self.scopes[start:needed] = [row[3] for row in rows]
-        self.agents[start:needed] = [row[4] for row in rows]
+        self.users[start:needed] = [self._code(row[2]) for row in rows]
+        self.scopes[start:needed] = [self._code(row[3]) for row in rows]
+        self.agents[start:needed] = [self._code(row[4]) for row in rows]
         self.ids.extend(row[1] for row in rows)
         self.size = needed
         self.max_seq = rows[-1][0]
@@ -67,34 +77,42 @@ class Partition:
             matrix[: self.size] = self.matrix[: self.size]
         self.matrix = matrix
         for name in ("users", "scopes", "agents"):
-            column = np.empty(capacity, dtype=object)
+            column = np.zeros(capacity, dtype=np.int32)
             column[: self.size] = getattr(self, name)[: self.size]
             setattr(self, name, column)
 
-    def search(self, vis: Visibility, query: NDArray[np.float32]) -> tuple[list[str], Any]:
-        """Cosine scores of every visible row (ids, scores); rows are unit vectors."""
+    def search(
+        self, vis: Visibility, query: NDArray[np.float32]
+    ) -> tuple[NDArray[np.intp], NDArray[np.float32]]:
+        """Row numbers of visible rows and their cosine scores (rows are unit vectors)."""
         n = self.size
-        mask = vis.row_mask(self.users[:n], self.scopes[:n], self.agents[:n])
+        mask = vis.row_mask(self.vocab, self.users[:n], self.scopes[:n], self.agents[:n])
         rows = np.flatnonzero(mask)
-        if rows.size == 0:
-            return [], np.zeros(0, np.float32)
         if rows.size == n:
-            scores = self.matrix[:n] @ query
-        else:
-            scores = self.matrix[rows] @ query
-        return [self.ids[i] for i in rows] if rows.size != n else self.ids[:n], scores
+            return rows, self.matrix[:n] @ query
+        return rows, self.matrix[rows] @ query
 
 
-def top_k(ids: list[str], scores: NDArray[np.float32], k: int) -> list[tuple[str, float]]:
+class IdLookup:
+    """Maps a position in the concatenated scores of several partitions to a record id."""
+
+    def __init__(self, parts: Sequence[tuple[Partition, NDArray[np.intp]]]) -> None:
+        self._parts = parts
+        self._offsets = np.cumsum([0, *(rows.size for _, rows in parts)])
+
+    def __getitem__(self, position: int) -> str:
+        which = int(np.searchsorted(self._offsets, position, side="right")) - 1
+        part, rows = self._parts[which]
+        return part.ids[int(rows[position - self._offsets[which]])]
+
+
+def top_k(ids: IdLookup, scores: NDArray[np.float32], k: int) -> list[tuple[str, float]]:
     """The k best (id, score) pairs, best first, via argpartition."""
-    if k <= 0 or not ids:
+    if k <= 0 or scores.size == 0:
         return []
-    if k < len(ids):
-        part = np.argpartition(-scores, k - 1)[:k]
-    else:
-        part = np.arange(len(ids))
+    part = np.argpartition(-scores, k - 1)[:k] if k < scores.size else np.arange(scores.size)
     order = part[np.argsort(-scores[part], kind="stable")]
-    return [(ids[i], float(scores[i])) for i in order]
+    return [(ids[int(i)], float(scores[i])) for i in order]
 
 
 class PartitionCache:
