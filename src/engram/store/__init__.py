@@ -1,0 +1,1 @@
+"""Storage: the only code that knows a database exists."""

@@ -1,0 +1,1 @@
+"""The write path: propose -> policy -> decide -> commit -> index."""
