@@ -9,6 +9,7 @@ operation. No method here builds SQL or decides policy.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -31,12 +32,13 @@ from engram.store.base import Store
 from engram.store.predicate import NO_AGENT, NO_USER, Subject, Visibility
 from engram.store.rows import to_micros
 from engram.store.sqlite import SQLiteStore
-from engram.types import Authority, Record, Status, WriteResult, parse_enum
+from engram.types import Authority, Proposal, Record, Status, Turn, WriteResult, parse_enum
 from engram.write import corrections
 from engram.write.commit import Owner
 from engram.write.index import RebuildReport, rebuild
 from engram.write.path import WritePath
 from engram.write.proposal import build_proposal
+from engram.write.propose import Proposer, RuleProposer
 
 __all__ = ["Engram"]
 
@@ -165,6 +167,21 @@ class Engram:
                 written = self._writer.write(owner, [p for _, p in pairs], when)
                 results.update(zip((i for i, _ in pairs), written, strict=True))
         return [results[i] for i in sorted(results)]
+
+    def observe(
+        self, ctx: Context, turns: Sequence[Turn], *, proposer: Proposer | None = None,
+        now: datetime | None = None,
+    ) -> builtins.list[WriteResult]:  # fmt: skip
+        """Turn conversation turns into memories: a proposer suggests, the write path decides.
+
+        The default proposer is the deterministic ``RuleProposer``; an
+        ``LLMProposer`` may be passed, and its proposals meet the same policy.
+        """
+        if isinstance(turns, (str, bytes)) or not all(isinstance(t, Turn) for t in turns):
+            raise InvalidArgument("turns must be a sequence of engram.Turn")
+        proposals = (proposer or RuleProposer()).propose(list(turns))
+        items = [_proposal_item(p) for p in proposals]
+        return self.remember_many(ctx, items, now=now) if items else []
 
     def remember_global(self, tenant_id: str, content: str, *, now: datetime | None = None,
                         **fields: Any) -> WriteResult:  # fmt: skip
@@ -302,6 +319,13 @@ class Engram:
     def rebuild_index(self) -> RebuildReport:
         """Regenerate the lexical and vector indexes from the records (current embedder)."""
         return rebuild(self.store, self.embedder)
+
+
+def _proposal_item(proposal: Proposal) -> dict[str, Any]:
+    """A proposer's ``Proposal`` as ``remember`` keyword arguments."""
+    item = {f.name: getattr(proposal, f.name) for f in dataclasses.fields(proposal)}
+    item["source"] = proposal.source.to_dict()
+    return item
 
 
 def _statuses(status: str | Status | Sequence[str | Status] | None) -> tuple[str, ...]:

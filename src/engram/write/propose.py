@@ -28,14 +28,14 @@ import re
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from engram.errors import ConfigError, EngramError
 from engram.types import Authority, Proposal, Source, SourceKind, Turn
 from engram.write.detectors import is_transient_chatter
 from engram.write.propose_rules import Candidate, extract, slug
 
-__all__ = ["LLMProposer", "RuleProposer", "split_sentences", "to_first_person"]
+__all__ = ["LLMProposer", "Proposer", "RuleProposer", "split_sentences", "to_first_person"]
 
 USER_CONFIDENCE = 0.95
 INFERRED_CONFIDENCE = 0.6
@@ -62,6 +62,15 @@ def _is_user(turn: Turn) -> bool:
 
 def _source(turn: Turn | None) -> Source:
     return Source(kind=SourceKind.CONVERSATION, ref=turn.ref if turn else None)
+
+
+@runtime_checkable
+class Proposer(Protocol):
+    """Anything that turns conversation turns into candidate memories."""
+
+    def propose(self, turns: Sequence[Turn]) -> list[Proposal]:
+        """Candidate memories for ``turns``; the write path decides what is kept."""
+        ...
 
 
 class RuleProposer:
