@@ -18,7 +18,7 @@ from typing import Any
 from engram.clock import Clock, SystemClock, require_aware
 from engram.config import Budget, Config
 from engram.embed import Embedder, create_embedder
-from engram.errors import ConfigError, InvalidArgument, NotFound
+from engram.errors import ConfigError, Forbidden, InvalidArgument, NotFound
 from engram.lifecycle import forget as forgetting
 from engram.lifecycle.transfer import ImportReport, export_rows, import_rows
 from engram.recall.budget import ApproxTokenCounter, TokenCounter, validate_budget
@@ -118,6 +118,13 @@ class Engram:
         scope = resolve(ctx)
         return scope, Visibility.of(scope)
 
+    def _own_record(self, vis: Visibility, memory_id: object) -> Record:
+        """A visible record the caller may change: never a tenant-wide (global) one."""
+        record = self._record(vis, memory_id)
+        if record.scope == GLOBAL:
+            raise Forbidden("global memories belong to the tenant; only an admin may change them")
+        return record
+
     def _record(self, vis: Visibility, memory_id: object) -> Record:
         if not isinstance(memory_id, str) or not memory_id:
             raise InvalidArgument("memory_id must be a non-empty string")
@@ -177,6 +184,7 @@ class Engram:
         The default proposer is the deterministic ``RuleProposer``; an
         ``LLMProposer`` may be passed, and its proposals meet the same policy.
         """
+        resolve(ctx)
         if isinstance(turns, (str, bytes)) or not all(isinstance(t, Turn) for t in turns):
             raise InvalidArgument("turns must be a sequence of engram.Turn")
         proposals = (proposer or RuleProposer()).propose(list(turns))
@@ -200,7 +208,7 @@ class Engram:
         if not isinstance(content, str):
             raise InvalidArgument("content must be a string")
         build_proposal(self.config, content, value=value)
-        record = self._record(vis, memory_id)
+        record = self._own_record(vis, memory_id)
         return corrections.correct(self.store, self.embedder, self.config, vis, record,
                                    content, value, _actor(scope), self._now(now))  # fmt: skip
 
@@ -210,20 +218,20 @@ class Engram:
         scope, vis = self._visible(ctx)
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidArgument("reason must be a non-empty string")
-        record = self._record(vis, memory_id)
+        record = self._own_record(vis, memory_id)
         return corrections.retract(self.store, vis, record, reason, _actor(scope),
                                    self._now(now))  # fmt: skip
 
     def expire(self, ctx: Context, memory_id: str, now: datetime | None = None) -> WriteResult:
         """End a memory's validity now (EXPIRE)."""
         scope, vis = self._visible(ctx)
-        record = self._record(vis, memory_id)
+        record = self._own_record(vis, memory_id)
         return corrections.expire(self.store, vis, record, _actor(scope), self._now(now))
 
     def forget(self, ctx: Context, memory_id: str) -> forgetting.ForgetReceipt:
         """Hard-delete a memory, all its versions and copies derived from them."""
         scope, vis = self._visible(ctx)
-        record = self._record(vis, memory_id)
+        record = self._own_record(vis, memory_id)
         return forgetting.forget(self.store, vis, record, _actor(scope), self._now(None))
 
     def erase_subject(self, tenant_id: str, user_id: str) -> forgetting.ErasureReceipt:
@@ -301,9 +309,10 @@ class Engram:
         return self.store.history(vis, record.id)
 
     def export(self, ctx: Context) -> builtins.list[dict[str, Any]]:
-        """Every visible memory in every status, with version links, as plain rows."""
+        """The caller's own memories (not the tenant's global ones) in every status, with
+        version links, as plain rows."""
         _, vis = self._visible(ctx)
-        return export_rows(self.store.export(vis))
+        return export_rows(r for r in self.store.export(vis) if r.scope != GLOBAL)
 
     def import_records(self, ctx: Context, rows: Sequence[Mapping[str, Any]]) -> ImportReport:
         """Import exported rows under ``ctx``'s ownership (ids re-issued, links kept)."""

@@ -20,7 +20,7 @@ from engram.config import Config
 from engram.embed import Embedder
 from engram.errors import EngramError, InvalidArgument
 from engram.ids import new_id
-from engram.scope import Scope, parse_scope
+from engram.scope import GLOBAL, Scope, parse_scope
 from engram.store.audit import AuditEntry
 from engram.store.base import Store
 from engram.store.rows import to_micros
@@ -118,15 +118,23 @@ def import_rows(
     """Validate every row, then insert the accepted ones in one transaction."""
     if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence):
         raise InvalidArgument("rows must be a list of mappings (as returned by export)")
-    parsed = [_parse(config, scope, i, row) for i, row in enumerate(rows)]
-    skipped, keep = [], []
-    for index, record in enumerate(parsed):
-        verdict = policy.evaluate(build_proposal(config, record.content, type=record.type),
-                                  config.write)  # fmt: skip
+    skipped: list[tuple[int, str]] = []
+    parsed: list[tuple[int, Record]] = []
+    for index, row in enumerate(rows):
+        if isinstance(row, Mapping) and row.get("scope") == GLOBAL:
+            skipped.append((index, "global records belong to the tenant; an admin imports them"))
+        else:
+            parsed.append((index, _parse(config, scope, index, row)))
+    keep = []
+    for index, record in parsed:
+        proposal = build_proposal(config, record.content, type=record.type,
+                                  sensitivity=record.sensitivity, source=record.source,
+                                  consent_basis=record.consent_basis)  # fmt: skip
+        verdict = policy.evaluate(proposal, config.write)
         if verdict.kind == VerdictKind.REJECT:
             skipped.append((index, verdict.reason))
         else:
-            keep.append(record)
+            keep.append(record.replace(sensitivity=verdict.sensitivity))
     ids = {record.id: new_id() for record in keep}
     use_vectors = vectors_enabled(store, embedder)
     model = embedder.model_id if use_vectors else None
@@ -137,4 +145,4 @@ def import_rows(
         store.append_audit(AuditEntry(to_micros(now) or 0, scope.tenant_id, scope.user_id,
                                       scope.agent_id or scope.user_id, "IMPORT",
                                       list(ids.values()), "import"))  # fmt: skip
-    return ImportReport(len(keep), tuple(skipped), ids)
+    return ImportReport(len(keep), tuple(sorted(skipped)), ids)

@@ -98,6 +98,13 @@ class Store(Protocol):
         """Stored vectors of visible records."""
         ...
 
+    def neighbors(
+        self, vis: Visibility, record: Record, types: Sequence[str], statuses: Sequence[str],
+        gap_us: int, per_side: int,
+    ) -> list[Record]:  # fmt: skip
+        """Records observed just before and after ``record`` in its scope."""
+        ...
+
     # writes
     def slot_by_key(self, slot: OwnerSlot, key: str, statuses: Sequence[str]) -> list[Record]:
         """Versions of a key in one write slot."""

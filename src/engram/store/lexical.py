@@ -52,7 +52,8 @@ def match_expression(words: list[str]) -> str | None:
 def prune_common(counts: dict[str, int], cap: int, keep: int = 2) -> list[str]:
     """Drop terms matching more than ``cap`` documents (low IDF, long doclists),
     keeping at least the ``keep`` rarest so a query of common words still matches."""
-    rare = [word for word, count in counts.items() if count <= cap]
-    if len(rare) >= min(keep, len(counts)):
+    present = {word: count for word, count in counts.items() if count > 0}
+    rare = [word for word, count in present.items() if count <= cap]
+    if len(rare) >= min(keep, len(present)):
         return rare
-    return sorted(counts, key=lambda word: counts[word])[:keep]
+    return sorted(present, key=lambda word: present[word])[:keep]

@@ -26,6 +26,7 @@ __all__ = [
     "keyed",
     "lexical",
     "listing",
+    "neighbors",
     "recent",
     "recent_of_types",
     "slot_by_hash",
@@ -160,6 +161,28 @@ def recent(vis: Visibility, statuses: Sequence[str], limit: int) -> Query:
     arm = f"{SELECT} WHERE {{cond}} AND {_STATUS}"
     sql, params = _union(vis, arm, "r.observed_at DESC")
     return sql, {**params, "statuses": _json(statuses), "limit": limit}
+
+
+def neighbors(
+    vis: Visibility, scope: str, types: Sequence[str], statuses: Sequence[str],
+    at: int, gap: int, per_side: int,
+) -> Query:  # fmt: skip
+    """The ``per_side`` visible records of ``types`` in ``scope`` observed just before and
+    just after ``at`` (within ``gap`` microseconds): a memory's conversational context."""
+    cond, params = vis.sql()
+    base = (
+        f"{SELECT} WHERE {cond} AND r.scope = :scope AND {_STATUS}"
+        " AND r.type IN (SELECT value FROM json_each(:types))"
+    )
+    sql = (
+        f"SELECT * FROM ({base} AND r.observed_at < :at AND r.observed_at >= :lo"
+        " ORDER BY r.observed_at DESC LIMIT :n) UNION ALL"
+        f" SELECT * FROM ({base} AND r.observed_at > :at AND r.observed_at <= :hi"
+        " ORDER BY r.observed_at LIMIT :n)"
+    )
+    extra = {"scope": scope, "statuses": _json(statuses), "types": _json(types), "at": at,
+             "lo": at - gap, "hi": at + gap, "n": per_side}  # fmt: skip
+    return sql, {**params, **extra}
 
 
 def recent_of_types(

@@ -23,7 +23,7 @@ from engram.store import queries
 from engram.store.audit import GENESIS, AuditEntry, AuditReport, entry_hash, verify_chain
 from engram.store.lexical import match_expression, prune_common, terms
 from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
-from engram.store.rows import COLUMNS, record_from_row, record_to_row
+from engram.store.rows import COLUMNS, record_from_row, record_to_row, to_micros
 from engram.store.schema import MIGRATIONS
 from engram.store.vectors import (
     IdLookup,
@@ -127,11 +127,16 @@ class SQLiteStore:
                 self._rollback(depth)
                 raise
             self._depth -= 1
-            self._run("COMMIT" if depth == 0 else f"RELEASE SAVEPOINT sp{depth}")
+            try:
+                self._run("COMMIT" if depth == 0 else f"RELEASE SAVEPOINT sp{depth}")
+            except BaseException:  # a failed COMMIT must not leave the transaction open
+                self._rollback(depth)
+                raise
 
     def _rollback(self, depth: int) -> None:
         if depth == 0:
-            self._conn.execute("ROLLBACK")
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
             self._cache.clear()
         else:
             self._conn.execute(f"ROLLBACK TO SAVEPOINT sp{depth}")
@@ -215,6 +220,15 @@ class SQLiteStore:
             return self._records(queries.recent(vis, statuses, limit))
         return self._records(queries.recent_of_types(vis, statuses, types, limit))
 
+    def neighbors(
+        self, vis: Visibility, record: Record, types: Sequence[str], statuses: Sequence[str],
+        gap_us: int, per_side: int,
+    ) -> list[Record]:  # fmt: skip
+        """Candidate query: records observed just before and after ``record`` in its scope."""
+        at = to_micros(record.observed_at) or 0
+        query = queries.neighbors(vis, record.scope, types, statuses, at, gap_us, per_side)
+        return self._records(query)
+
     def export(self, vis: Visibility) -> list[Record]:
         """Every visible record, every status, oldest first."""
         return self._records(queries.export(vis))
@@ -297,11 +311,14 @@ class SQLiteStore:
         """Stored vectors of visible records among ``ids`` (for dedup, MMR, semantic)."""
         if not ids:
             return {}
-        cond, params = vis.partition.partition_sql("v")
+        cond, params = vis.sql()
+        part, part_params = vis.partition.partition_sql("v")
         sql = (
-            "SELECT v.record_id, v.vector FROM json_each(:ids) j CROSS JOIN vectors v"
-            f" ON v.record_id = j.value WHERE {cond} AND v.model = :model"
+            "SELECT r.id, v.vector FROM json_each(:ids) j CROSS JOIN records r ON r.id = j.value"
+            f" CROSS JOIN vectors v ON v.record_id = r.id WHERE {cond} AND {part}"
+            " AND v.model = :model"
         )
+        params = {**params, **part_params}
         rows = self._rows((sql, {**params, "ids": json.dumps(list(ids)), "model": model}))
         return {row[0]: np.frombuffer(row[1], dtype=np.float32) for row in rows}
 

@@ -100,8 +100,10 @@ def _close_at(new: Record, old: Record) -> datetime:
 def _apply_links(store: Store, decision: Decision, new: Record | None, now: datetime) -> None:
     for old in decision.supersede:
         assert new is not None
-        store.update(old.replace(status=Status.SUPERSEDED, superseded_by=new.id,
-                                 valid_to=old.valid_to or _close_at(new, old),
+        end = _close_at(new, old)
+        if old.valid_to is not None and old.valid_to < end:
+            end = old.valid_to
+        store.update(old.replace(status=Status.SUPERSEDED, superseded_by=new.id, valid_to=end,
                                  contested_with=None, updated_at=now))  # fmt: skip
     if decision.operation == Operation.CONTEST and decision.linked and new is not None:
         store.update(decision.linked.replace(contested_with=new.id, updated_at=now))

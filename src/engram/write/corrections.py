@@ -15,7 +15,7 @@ from engram.embed import Embedder
 from engram.errors import InvalidArgument
 from engram.store.audit import AuditEntry
 from engram.store.base import Store
-from engram.store.predicate import NO_AGENT, NO_USER, Visibility
+from engram.store.predicate import NO_AGENT, NO_USER, OwnerSlot, Visibility
 from engram.store.rows import to_micros
 from engram.types import Authority, Operation, Proposal, Record, Status, WriteResult
 from engram.write import policy
@@ -46,12 +46,26 @@ def _changeable(store: Store, vis: Visibility, record: Record) -> list[Record]:
     return [record] + ([partner] if partner and partner.status == Status.ACTIVE else [])
 
 
+def _correction_targets(store: Store, vis: Visibility, record: Record) -> list[Record]:
+    """The record, its contest partner and every other active version of its key in its
+    slot: the correction becomes the one active version (a disputed record's link may
+    point at a version that has since been superseded)."""
+    targets = _changeable(store, vis, record)
+    if record.key is not None:
+        slot = OwnerSlot(record.tenant_id, record.user_id or NO_USER,
+                         record.agent_id or NO_AGENT, record.scope)  # fmt: skip
+        known = {t.id for t in targets}
+        active = store.slot_by_key(slot, record.key, (Status.ACTIVE.value,))
+        targets += [r for r in active if r.id not in known]
+    return targets
+
+
 def correct(
     store: Store, embedder: Embedder, config: Config, vis: Visibility, record: Record,
     content: str, value: object, actor: str, now: datetime,
 ) -> WriteResult:  # fmt: skip
     """Supersede ``record`` (and its contest partner) with a user-stated new version."""
-    targets = _changeable(store, vis, record)
+    targets = _correction_targets(store, vis, record)
     proposal = Proposal(
         content=content.strip(), type=record.type, scope=record.scope, key=record.key,
         value=record.value if value is None else value, authority=Authority.EXPLICIT_USER,
