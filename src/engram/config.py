@@ -95,16 +95,23 @@ class WritePolicy:
 
 @dataclass(frozen=True, slots=True)
 class ScoreWeights:
-    """Weights of the rerank components (SPEC section 4); they need not sum to 1."""
+    """Weights of the rerank components (SPEC section 4); they need not sum to 1.
 
-    semantic: float = 0.32
-    lexical: float = 0.18
+    ``structural`` rewards a hard constraint, rule or task state of a scope the
+    request works in (repo, project, task, session): scope beats similarity when
+    a memory directly constrains the current action (seed 000).
+    """
+
+    semantic: float = 0.40
+    lexical: float = 0.17
     task_fit: float = 0.12
     scope: float = 0.12
     authority: float = 0.10
-    freshness: float = 0.06
+    freshness: float = 0.02
     confidence: float = 0.05
-    usage: float = 0.05
+    usage: float = 0.01
+    context: float = 0.26
+    structural: float = 0.20
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +170,7 @@ class RecallConfig:
     floors: Mapping[str, float] = field(default_factory=lambda: _frozen(_FLOORS))
     near_duplicate_cosine: float = 0.95
     ambiguity_confidence: float = 0.8
-    mmr_lambda: float = 0.8
+    mmr_lambda: float = 0.9
     usage_saturation: int = 20
     weights: ScoreWeights = field(default_factory=ScoreWeights)
     scope_weights: Mapping[str, float] = field(default_factory=lambda: _frozen(_SCOPE_WEIGHTS))
@@ -174,6 +181,12 @@ class RecallConfig:
         default_factory=lambda: _frozen({k: _frozen(v) for k, v in _TASK_FIT.items()})
     )
     structural_types: frozenset[str] = frozenset({"constraint", "rule", "task_state"})
+    preference_types: frozenset[str] = frozenset({"preference", "profile"})
+    context_types: frozenset[str] = frozenset({"episode", "incident", "summary"})
+    context_seeds: int = 20
+    context_window: int = 2
+    context_max_gap_seconds: float = 3600.0
+    context_factor: float = 0.8
     working_types: frozenset[str] = frozenset({"task_state"})
     budget: Budget = field(default_factory=Budget)
     trace_retention: int = 1000

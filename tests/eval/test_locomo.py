@@ -23,9 +23,7 @@ from engram.eval.locomo import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-DEV_FILE = Path(
-    os.environ.get("ENGRAM_LOCOMO", REPO / "../shared/data/locomo/locomo10_dev.json")
-)
+DEV_FILE = Path(os.environ.get("ENGRAM_LOCOMO", REPO / "../shared/data/locomo/locomo10_dev.json"))
 
 # Per-conversation counts from the data README (official file, all ten).
 README_COUNTS = {
@@ -43,9 +41,7 @@ README_COUNTS = {
 DEV_IDS = ["conv-26", "conv-30", "conv-41", "conv-42", "conv-43"]
 
 
-def _session(
-    number: int, turns: int, speakers: tuple[str, str]
-) -> list[dict[str, Any]]:
+def _session(number: int, turns: int, speakers: tuple[str, str]) -> list[dict[str, Any]]:
     """Return ``turns`` plain turns of session ``number``, speakers alternating."""
     return [
         {
@@ -106,9 +102,7 @@ def _big_conversation() -> dict[str, Any]:
     """conv-b: thirty sessions of 26 turns each, for the README's malformed ids."""
     conversation: dict[str, Any] = {"speaker_a": "Cy", "speaker_b": "Di"}
     for number in range(1, 31):
-        conversation[f"session_{number}_date_time"] = (
-            f"3:{number:02d} pm on {number} June, 2023"
-        )
+        conversation[f"session_{number}_date_time"] = f"3:{number:02d} pm on {number} June, 2023"
         conversation[f"session_{number}"] = _session(number, 26, ("Cy", "Di"))
     raw = [
         ["D8:6; D9:17"],
@@ -297,9 +291,7 @@ def _broken(change: str) -> object:
         ("no sessions", "no 'session_N' lists"),
     ],
 )
-def test_shape_errors_say_what_and_where(
-    tmp_path: Path, change: str, message: str
-) -> None:
+def test_shape_errors_say_what_and_where(tmp_path: Path, change: str, message: str) -> None:
     with pytest.raises(InvalidArgument, match=message):
         load_locomo(_write(tmp_path, _broken(change)))
 

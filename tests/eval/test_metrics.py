@@ -31,9 +31,7 @@ from engram.eval.metrics import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-DEV_FILE = Path(
-    os.environ.get("ENGRAM_LOCOMO", REPO / "../shared/data/locomo/locomo10_dev.json")
-)
+DEV_FILE = Path(os.environ.get("ENGRAM_LOCOMO", REPO / "../shared/data/locomo/locomo10_dev.json"))
 KS = (1, 2, 4)
 WHEN = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 
@@ -149,9 +147,7 @@ def test_no_conversations_gives_empty_scores() -> None:
 
 def test_missing_outcome_raises() -> None:
     partial = {k: v for k, v in OUTCOMES.items() if k != ("c1", 2)}
-    with pytest.raises(
-        InvalidArgument, match=r"no retrieval outcome for question \('c1', 2\)"
-    ):
+    with pytest.raises(InvalidArgument, match=r"no retrieval outcome for question \('c1', 2\)"):
         score_locomo([C1], partial)
 
 
@@ -168,15 +164,11 @@ def test_bad_ks_raise(ks: tuple[int, ...]) -> None:
 
 
 @given(
-    gold=st.lists(
-        st.sampled_from([t.dia_id for t in C1.turns]), min_size=1, unique=True
-    ),
+    gold=st.lists(st.sampled_from([t.dia_id for t in C1.turns]), min_size=1, unique=True),
     ranked=st.permutations([t.dia_id for t in C1.turns]),
     cut=st.integers(min_value=0, max_value=7),
 )
-def test_recall_is_bounded_and_grows_with_k(
-    gold: list[str], ranked: list[str], cut: int
-) -> None:
+def test_recall_is_bounded_and_grows_with_k(gold: list[str], ranked: list[str], cut: int) -> None:
     conversation = _conversation("p", [3, 2, 2], [(1, tuple(gold))])
     outcome = {("p", 0): RetrievalOutcome(tuple(ranked[:cut]), abstained=False)}
     result = score_locomo([conversation], outcome, ks=(1, 2, 3, 5, 7))
@@ -205,9 +197,7 @@ def test_markdown_table(scores: LocomoScores) -> None:
     turn_header = lines[lines.index("### Turn-level recall (%)") + 2]
     assert turn_header.startswith("| system | multi-hop (1) R@1 | multi-hop (1) R@2 |")
     assert turn_header.endswith("| overall (1-4) R@4 |")
-    assert (
-        "| bm25 | 0.0 | 25.0 | 50.0 | 33.3 | 33.3 | 33.3 | n/a | n/a | n/a |" in table
-    )
+    assert "| bm25 | 0.0 | 25.0 | 50.0 | 33.3 | 33.3 | 33.3 | n/a | n/a | n/a |" in table
     assert "| a\\|b | 0.0 | 25.0 | n/a | 33.3 | 33.3 | n/a |" in table
     assert "| bm25 | 75.0 | 75.0 | 100.0 | 50.0 |" in table  # session level
     assert "| bm25 | 50.0 | 33.3 |" in table  # abstention
@@ -279,9 +269,7 @@ def test_oracle_on_real_data(real: list[LocomoConversation]) -> None:
     assert result.adversarial_abstention == 1.0
     assert result.answerable_abstention == 0.0
     if len(real) == 5:
-        scored = {
-            g: result.counts[g].scored for g in ("1", "2", "3", "4", "5", "overall")
-        }
+        scored = {g: result.counts[g].scored for g in ("1", "2", "3", "4", "5", "overall")}
         assert scored == {
             "1": 142,
             "2": 156,

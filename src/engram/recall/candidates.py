@@ -5,7 +5,10 @@ Channels (all under the scope predicate, inside the storage query):
 * ``key``: keyed records of structured types (exact, deterministic lookup);
 * ``working``: task state of the caller's task and session;
 * ``lexical``: BM25 over FTS5;
-* ``vector``: exact cosine over the caller's vector partitions.
+* ``vector``: exact cosine over the caller's vector partitions;
+* ``context``: the episodes observed just before and after the best episodic
+  candidates (a conversation turn is often only meaningful next to its
+  neighbours: the answer follows the question).
 
 A channel that fails is reported in the trace and the others still answer (the
 pipeline turns that into status ``partial``). Each candidate keeps the channels
@@ -69,9 +72,13 @@ def _lexical(plan: Plan, src: Sources, config: RecallConfig) -> Hits:
     return _resolve(src, hits)
 
 
+class _NoQueryVector(EngramError):
+    """The query could not be embedded; ``args[0]`` names the error that prevented it."""
+
+
 def _vector(plan: Plan, src: Sources, config: RecallConfig) -> Hits:
     if src.query_vector is None:
-        raise EngramError(src.vector_error or "no query vector")
+        raise _NoQueryVector(src.vector_error or "no query vector")
     hits = src.store.vector(src.vis, src.query_vector, src.model, plan.statuses,
                             plan.limits["vector"])  # fmt: skip
     return _resolve(src, hits)
@@ -91,8 +98,8 @@ def _run_channel(name: str, plan: Plan, src: Sources, config: RecallConfig, trac
     start = time.perf_counter()
     try:
         hits = _CHANNELS[name](plan, src, config)
-    except EngramError as exc:
-        report.error = type(exc).__name__
+    except EngramError as exc:  # the trace names the cause, e.g. IndexMismatch
+        report.error = str(exc) if isinstance(exc, _NoQueryVector) else type(exc).__name__
         hits = []
     report.ms = (time.perf_counter() - start) * 1000
     report.count = len(hits)
@@ -111,9 +118,33 @@ def gather(plan: Plan, src: Sources, config: RecallConfig, trace: Trace) -> list
             cand.channels[name] = score
             cand.ranks[name] = rank
             cand.fused += 1.0 / (config.rrf_k + rank + 1)
+    if plan.limits:
+        _expand_context(found, plan, src, config, trace)
     ranked = sorted(found.values(), key=lambda c: -c.fused)
     _attach_vectors(ranked, src)
     return ranked
+
+
+def _expand_context(
+    found: dict[str, Candidate], plan: Plan, src: Sources, config: RecallConfig, trace: Trace
+) -> None:
+    """Add the temporal neighbours of the strongest episodic candidates."""
+    report = ChannelReport("context")
+    trace.channels["context"] = report
+    start = time.perf_counter()
+    types = [t for t in plan.types if t in config.context_types]
+    seeds = [c for c in sorted(found.values(), key=lambda c: -c.fused) if c.record.type in types]
+    gap = int(config.context_max_gap_seconds * 1_000_000)
+    try:
+        for seed in seeds[: config.context_seeds]:
+            for record in src.store.neighbors(src.vis, seed.record, types, plan.statuses, gap,
+                                              config.context_window):  # fmt: skip
+                if record.id not in found:
+                    found[record.id] = Candidate(record, channels={"context": 1.0})
+                    report.count += 1
+    except EngramError as exc:
+        report.error = type(exc).__name__
+    report.ms = (time.perf_counter() - start) * 1000
 
 
 def _attach_vectors(candidates: list[Candidate], src: Sources) -> None:

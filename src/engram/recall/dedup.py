@@ -1,16 +1,20 @@
 """Stage 5: dedup. One survivor per meaning, with the others recorded as ``merged_from``.
 
-Duplicates are: the same key and value, the same normalised content hash, or
-vectors closer than ``near_duplicate_cosine``. The survivor is the strongest:
-narrower scope, then higher authority, then confidence, then most recent.
+Duplicates are: the same key and value, the same normalised content hash, or a
+vector closer than ``near_duplicate_cosine`` to a kept candidate or to one of its
+exact duplicates (so a paraphrase of an exact duplicate joins it). The survivor
+is the strongest: narrower scope, then higher authority, then confidence, then
+most recent. Two values of one key are never duplicates, however alike their
+text: they are a conflict, and the conflicts stage must see both.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 
 import numpy as np
+from numpy.typing import NDArray
 
 from engram.config import RecallConfig
 from engram.recall.model import Candidate
@@ -40,6 +44,17 @@ def _merge(winner: Candidate, loser: Candidate, trace: Trace, why: str) -> None:
     trace.merges.append({"kept": winner.id, "merged": loser.id, "by": why})
 
 
+def _value_of(cand: Candidate) -> str | None:
+    value = cand.record.value
+    return None if value is None else json.dumps(value, sort_keys=True)
+
+
+def _conflicting(a: Candidate, b: Candidate) -> bool:
+    """Same key, different values: a conflict to resolve, never a duplicate to merge."""
+    same_key = a.record.key is not None and a.record.key == b.record.key
+    return same_key and _value_of(a) != _value_of(b)
+
+
 def _group(
     candidates: list[Candidate], label: Callable[[Candidate], Hashable | None], why: str,
     config: RecallConfig, trace: Trace,
@@ -49,48 +64,53 @@ def _group(
     out: list[Candidate] = []
     for cand in sorted(candidates, key=strength, reverse=True):
         tag = label(cand)
-        if tag is None:
-            out.append(cand)
-        elif tag in best:
+        if tag is not None and tag in best and not _conflicting(best[tag], cand):
             _merge(best[tag], cand, trace, why)
-        else:
-            best[tag] = cand
-            out.append(cand)
+            continue
+        if tag is not None:
+            best.setdefault(tag, cand)
+        out.append(cand)
     return out
 
 
 def _key_value(cand: Candidate) -> Hashable | None:
-    r = cand.record
-    if r.key is None or r.value is None:
-        return None
-    return (r.key, json.dumps(r.value, sort_keys=True))
+    value = _value_of(cand)
+    return None if cand.record.key is None or value is None else (cand.record.key, value)
 
 
 def _near_duplicates(
-    candidates: list[Candidate], config: RecallConfig, trace: Trace
-) -> list[Candidate]:
-    """Greedy, strongest first: drop a candidate whose vector is too close to a kept one."""
+    candidates: list[Candidate], vectors: Mapping[str, NDArray[np.float32]],
+    config: RecallConfig, trace: Trace,
+) -> list[Candidate]:  # fmt: skip
+    """Greedy, strongest first: a candidate too close to a stronger kept candidate, or to
+    an exact duplicate merged into it by key or content hash, joins it. Near-duplicate
+    merges do not extend a group further, so paraphrases never chain."""
     ordered = sorted(candidates, key=_strength(config), reverse=True)
     rows = [i for i, c in enumerate(ordered) if c.vector is not None]
     if len(rows) < 2:
         return ordered
-    matrix = np.stack([ordered[i].vector for i in rows])  # type: ignore[misc]
-    close = np.tril(matrix @ matrix.T >= config.near_duplicate_cosine, k=-1)
-    suspects = set(np.flatnonzero(close.any(axis=1)).tolist())
-    dropped: set[int] = set()
-    for row in sorted(suspects):
-        earlier = [j for j in np.flatnonzero(close[row]).tolist() if j not in dropped]
-        if earlier:
-            dropped.add(row)
-            _merge(ordered[rows[earlier[0]]], ordered[rows[row]], trace, "near_duplicate")
-    gone = {rows[row] for row in dropped}
-    return [c for i, c in enumerate(ordered) if i not in gone]
+    members = [(i, vectors[m]) for i, c in enumerate(ordered)
+               for m in (c.id, *c.merged_from) if m in vectors]  # fmt: skip
+    owner = [i for i, _ in members]
+    queries = np.stack([ordered[i].vector for i in rows])  # type: ignore[misc]
+    close = queries @ np.stack([v for _, v in members]).T >= config.near_duplicate_cosine
+    close &= np.array(owner)[None, :] < np.array(rows)[:, None]  # only stronger groups
+    merged: set[int] = set()
+    for row in np.flatnonzero(close.any(axis=1)).tolist():
+        index = rows[row]
+        kept = sorted({owner[col] for col in np.flatnonzero(close[row]).tolist()} - merged)
+        twin = next((k for k in kept if not _conflicting(ordered[k], ordered[index])), None)
+        if twin is not None:
+            merged.add(index)
+            _merge(ordered[twin], ordered[index], trace, "near_duplicate")
+    return [c for i, c in enumerate(ordered) if i not in merged]
 
 
 def dedupe(candidates: list[Candidate], config: RecallConfig, trace: Trace) -> list[Candidate]:
     """Collapse duplicates, keeping the strongest of each group."""
+    vectors = {c.id: c.vector for c in candidates if c.vector is not None}
     out = _group(candidates, _key_value, "key_value", config, trace)
     out = _group(out, lambda c: c.record.content_hash, "content_hash", config, trace)
-    out = _near_duplicates(out, config, trace)
+    out = _near_duplicates(out, vectors, config, trace)
     order = {c.id: i for i, c in enumerate(candidates)}
     return sorted(out, key=lambda c: order[c.id])

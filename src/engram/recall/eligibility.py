@@ -1,7 +1,9 @@
 """Stage 4: eligibility. Hard filters, never scores: a forbidden memory cannot survive
 on a small score. Every rejection is counted by reason in the trace.
 
-* status: active now; for a past ``as_of``, the version that was valid then;
+* status: active, or a superseded or expired version whose closed validity
+  interval holds ``as_of`` (the version valid then, or the current value until a
+  future-dated change starts);
 * validity: ``valid_from <= t < valid_to`` at ``as_of`` (default now). For a past
   ``as_of`` an unknown ``valid_from`` is read as "not before it was observed";
 * retention: not past ``expires_at`` (judged at ``now``, not ``as_of``);
@@ -33,9 +35,10 @@ def _valid(record: Record, plan: Plan) -> bool:
 
 
 def _status_ok(record: Record, plan: Plan) -> bool:
+    """Active, or a closed version (superseded, expired) whose interval is checked next."""
     if record.status == Status.ACTIVE:
         return True
-    return plan.time_travel and record.status in (Status.SUPERSEDED, Status.EXPIRED)
+    return record.status in (Status.SUPERSEDED, Status.EXPIRED) and record.valid_to is not None
 
 
 def _purpose_ok(record: Record, purpose: str | None) -> str | None:

@@ -148,9 +148,12 @@ STAGES: tuple[tuple[str, Callable[[_State], None]], ...] = (
 
 
 def _status(s: _State) -> RecallStatus:
-    channels = s.trace.channels.values()
-    failed = [c for c in channels if c.error]
-    if channels and len(failed) == len(channels):
+    """Unavailable when every source the plan named failed (a stage that only expands
+    their results searched nothing of its own); partial when any channel failed."""
+    channels = s.trace.channels
+    sources = [channels[name] for name in (s.plan.limits if s.plan else ()) if name in channels]
+    failed = [c for c in channels.values() if c.error]
+    if sources and all(c.error for c in sources):
         return RecallStatus.UNAVAILABLE
     if s.conflicts:
         return RecallStatus.AMBIGUOUS
@@ -176,7 +179,7 @@ def _finish(s: _State) -> RecallResult:
 
 def _reason(cand: Candidate) -> str:
     c = cand.components
-    basis = max(("semantic", "lexical", "structural"), key=lambda k: c.get(k, 0.0))
+    basis = max(("semantic", "coverage", "structural"), key=lambda k: c.get(k, 0.0))
     found = "+".join(sorted(cand.channels)) or "none"
     return f"{cand.record.type} in {cand.record.scope}; relevant by {basis}; found by {found}"
 

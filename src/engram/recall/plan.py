@@ -1,8 +1,11 @@
 """Stage 2: the plan. Types, statuses, time and per-channel limits for one request.
 
 Every limit comes from ``RecallConfig`` by name; nothing here is a literal
-threshold. A past ``as_of`` widens the statuses to the versions that may have
-been valid then (superseded, expired); retracted and disputed never qualify.
+threshold. Superseded and expired versions are candidates too, because validity, not
+status, says what holds at a time: a version superseded by a future-dated
+change stays valid until that change starts, and a past ``as_of`` needs the
+version that was valid then. Eligibility checks the interval. Retracted and
+disputed versions never qualify.
 """
 
 from __future__ import annotations
@@ -22,8 +25,7 @@ CHANNELS: dict[Mode, tuple[str, ...]] = {
     Mode.EPISODIC: ("working", "lexical", "vector"),
     Mode.HYBRID: ("key", "working", "lexical", "vector"),
 }
-_NOW_STATUSES = (Status.ACTIVE.value,)
-_PAST_STATUSES = (Status.ACTIVE.value, Status.SUPERSEDED.value, Status.EXPIRED.value)
+_STATUSES = (Status.ACTIVE.value, Status.SUPERSEDED.value, Status.EXPIRED.value)
 
 
 def _types(config: Config, mode: Mode) -> tuple[str, ...]:
@@ -49,7 +51,7 @@ def make_plan(
         scope=scope,
         query=query,
         types=_types(config, mode),
-        statuses=_PAST_STATUSES if time_travel else _NOW_STATUSES,
+        statuses=_STATUSES,
         now=now,
         as_of=when,
         time_travel=time_travel,

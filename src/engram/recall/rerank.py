@@ -3,17 +3,24 @@
 Components, each in 0..1 and kept on the item for the trace:
 
 * ``semantic``: cosine between the query and the memory (stored vector);
-* ``lexical``: share of the query's content words the memory contains;
+* ``lexical``: BM25 relative to the best BM25 among this request's candidates
+  (0 for candidates the lexical channel did not find);
 * ``task_fit``: how well the memory's type fits the request's intent;
 * ``scope``: specificity, task > session > repo > project > user > global;
 * ``authority``, ``confidence``;
 * ``freshness``: exponential decay with the type's half-life, from the later of
   ``observed_at`` and ``valid_from`` (no decay for types without a half-life);
-* ``usage``: saturating count of past selections.
+* ``usage``: saturating count of past selections;
+* ``context``: relevance of conversational neighbours (see ``context``);
+* ``structural``: a hard constraint or rule (for an action) or the task state of
+  a scope the request is working in, weighted by that scope's specificity.
 
-The floor applies to *relevance*, the strongest evidence that the memory bears on
-this request: semantic, lexical, or structural (a hard constraint or the task
-state of a scope the request is working in). Weights only order what passes it.
+The floor applies to *relevance*, absolute evidence that the memory bears on
+this request: the cosine, the share of the query's content words the memory
+contains (``coverage``), or structural relevance. Relative BM25 orders
+candidates but never lets one through the floor. Weights only order what passes
+it; structural evidence is weighed too, so a repository constraint that governs
+the action outranks a merely similar episode (seed 000: scope beats similarity).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import re
 from datetime import datetime
 
 from engram.config import Config, RecallConfig
+from engram.recall.context import add_context
 from engram.recall.model import Candidate, Intent, Plan
 from engram.recall.trace import Trace
 from engram.scope import scope_kind
@@ -55,8 +63,17 @@ def _freshness(record: Record, half_life: float | None, now: datetime) -> float:
     return math.exp(-_LN2 * age_days / half_life)
 
 
-def _structural(record: Record, plan: Plan, rc: RecallConfig, fit: float) -> float:
+def _structural(record: Record, plan: Plan, rc: RecallConfig, fit: float, overlap: bool) -> float:
+    """Relevance by role rather than by wording.
+
+    A constraint, rule or task state of a scope the request works in governs the
+    action; a standing preference governs an action that touches its subject (it
+    shares at least one content word with the request).
+    """
     kind = scope_kind(record.scope)
+    weight = rc.scope_weights.get(kind, 0.0)
+    if record.type in rc.preference_types and overlap and plan.intent == Intent.ACTION:
+        return fit * weight
     if record.type not in rc.structural_types or kind not in _NARROW:
         return 0.0
     if record.type in rc.working_types:
@@ -64,21 +81,25 @@ def _structural(record: Record, plan: Plan, rc: RecallConfig, fit: float) -> flo
     return fit * rc.scope_weights.get(kind, 0.0) if plan.intent == Intent.ACTION else 0.0
 
 
-def _components(cand: Candidate, plan: Plan, config: Config, query_stems: set[str]) -> None:
+def _components(
+    cand: Candidate, plan: Plan, config: Config, query_stems: set[str], best_bm25: float
+) -> None:
     rc, record = config.recall, cand.record
     fit = rc.task_fit.get(plan.intent.value, {}).get(record.type, 0.5)
     overlap = query_stems & _stems(record.content) if query_stems else set()
     usage = math.log1p(record.access_count) / math.log1p(rc.usage_saturation)
+    bm25 = cand.channels.get("lexical", 0.0)
     cand.components.update(
         semantic=max(0.0, cand.components.get("semantic_raw", 0.0)),
-        lexical=len(overlap) / len(query_stems) if query_stems else 0.0,
+        lexical=bm25 / best_bm25 if best_bm25 > 0 else 0.0,
+        coverage=len(overlap) / len(query_stems) if query_stems else 0.0,
         task_fit=fit,
         scope=rc.scope_weights.get(scope_kind(record.scope), 0.0),
         authority=rc.authority_weights.get(record.authority.value, 0.0),
         freshness=_freshness(record, config.policy(record.type).half_life_days, plan.now),
         confidence=record.confidence,
         usage=min(1.0, usage),
-        structural=_structural(record, plan, rc, fit),
+        structural=_structural(record, plan, rc, fit, bool(overlap)),
     )
 
 
@@ -86,7 +107,8 @@ def _score(cand: Candidate, rc: RecallConfig) -> float:
     w, c = rc.weights, cand.components
     return (w.semantic * c["semantic"] + w.lexical * c["lexical"] + w.task_fit * c["task_fit"]
             + w.scope * c["scope"] + w.authority * c["authority"] + w.freshness * c["freshness"]
-            + w.confidence * c["confidence"] + w.usage * c["usage"])  # fmt: skip
+            + w.confidence * c["confidence"] + w.usage * c["usage"]
+            + w.structural * c["structural"] + w.context * c["context"])  # fmt: skip
 
 
 def rerank(
@@ -94,11 +116,14 @@ def rerank(
 ) -> list[Candidate]:
     """Score every candidate, drop those below the relevance floor, best first."""
     query_stems = _stems(plan.query)
+    best_bm25 = max((c.channels.get("lexical", 0.0) for c in candidates), default=0.0)
+    for cand in candidates:
+        _components(cand, plan, config, query_stems, best_bm25)
+    add_context(candidates, config.recall)
     kept = []
     for cand in candidates:
-        _components(cand, plan, config, query_stems)
         c = cand.components
-        cand.relevance = max(c["semantic"], c["lexical"], c["structural"])
+        cand.relevance = max(c["semantic"], c["coverage"], c["structural"], c["context_relevance"])
         cand.score = _score(cand, config.recall)
         if cand.relevance >= floor:
             kept.append(cand)
