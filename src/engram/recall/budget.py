@@ -59,18 +59,30 @@ def _quotas(config: Config, budget: Budget) -> Mapping[str, int]:
     return quotas
 
 
-def _mmr_pick(pool: list[Candidate], chosen: list[Candidate], lam: float) -> Candidate:
-    top = max(c.score for c in pool) or 1.0
-    vectors = [c.vector for c in chosen if c.vector is not None]
-    matrix = np.stack(vectors) if vectors else None
+class _Diversity:
+    """Maximal marginal relevance over a fixed pool, with one similarity matrix."""
 
-    def value(cand: Candidate) -> float:
-        sim = 0.0
-        if matrix is not None and cand.vector is not None:
-            sim = float(np.max(matrix @ cand.vector))
-        return lam * cand.score / top - (1.0 - lam) * sim
+    def __init__(self, pool: list[Candidate], lam: float) -> None:
+        dim = next((c.vector.shape[0] for c in pool if c.vector is not None), 1)
+        matrix = np.zeros((len(pool), dim), dtype=np.float32)
+        for i, cand in enumerate(pool):
+            if cand.vector is not None:
+                matrix[i] = cand.vector
+        self._sims = matrix @ matrix.T
+        top = max((c.score for c in pool), default=1.0) or 1.0
+        self._gain = lam * np.array([c.score for c in pool], dtype=np.float32) / top
+        self._penalty = np.zeros(len(pool), dtype=np.float32)
+        self._lam = lam
+        self.open = np.ones(len(pool), dtype=bool)
 
-    return max(pool, key=value)
+    def pick(self) -> int:
+        """Index of the best open candidate."""
+        values = np.where(self.open, self._gain - (1.0 - self._lam) * self._penalty, -np.inf)
+        return int(np.argmax(values))
+
+    def chose(self, index: int) -> None:
+        """Record a selection: later picks pay for resembling it."""
+        self._penalty = np.maximum(self._penalty, self._sims[index])
 
 
 def select(
@@ -80,17 +92,20 @@ def select(
     """Choose items within the budget; returns them best first and the tokens they use."""
     quotas, used = _quotas(config, budget), dict[str, int]()
     pool = [c for c in ranked if quotas.get(c.record.type, 0) > 0]
+    mmr = _Diversity(pool, config.recall.mmr_lambda)
     chosen: list[Candidate] = []
     tokens = 0
-    while pool and len(chosen) < budget.max_items:
-        pick = _mmr_pick(pool, chosen, config.recall.mmr_lambda)
-        pool.remove(pick)
+    while mmr.open.any() and len(chosen) < budget.max_items:
+        index = mmr.pick()
+        mmr.open[index] = False
+        pick = pool[index]
         trial = sorted([*chosen, pick], key=lambda c: -c.score)
         cost = counter.count(render(trial))
         if cost > budget.max_tokens:
             continue
         chosen, tokens = trial, cost
+        mmr.chose(index)
         used[pick.record.type] = used.get(pick.record.type, 0) + 1
         if used[pick.record.type] >= quotas[pick.record.type]:
-            pool = [c for c in pool if c.record.type != pick.record.type]
+            mmr.open &= np.array([c.record.type != pick.record.type for c in pool], dtype=bool)
     return chosen, tokens

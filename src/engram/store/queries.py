@@ -128,13 +128,25 @@ def by_key(vis: Visibility, keys: Sequence[str], statuses: Sequence[str], limit:
 
 
 def keyed(vis: Visibility, types: Sequence[str], statuses: Sequence[str], limit: int) -> Query:
-    """Keyed records of some types (the structured channel), newest observed first."""
-    arm = (
-        f"{_SELECT_COLS} FROM json_each(:types) j CROSS JOIN records r ON r.type = j.value"
-        f" WHERE {{cond}} AND r.key IS NOT NULL AND {_STATUS}"
-    )
-    sql, params = _union(vis, arm, "r.observed_at DESC")
-    return sql, {**params, "types": _json(types), "statuses": _json(statuses), "limit": limit}
+    """Keyed records of some types (the structured channel), newest observed first.
+
+    One index-ordered arm per (type, visibility branch), so each arm reads at most
+    ``limit`` rows of the (tenant, user, type, observed_at) index however many
+    keyed records the scope holds. ``types`` come from configuration, so the SQL
+    text stays constant for a given configuration.
+    """
+    arms = []
+    params: dict[str, Any] = {}
+    for index, type_name in enumerate(types):
+        for cond, branch_params in vis.branches():
+            arms.append(
+                f"SELECT * FROM ({SELECT} WHERE r.type = :type{index} AND {cond}"
+                f" AND r.key IS NOT NULL AND {_STATUS} ORDER BY r.observed_at DESC LIMIT :limit)"
+            )
+            params.update(branch_params)
+        params[f"type{index}"] = type_name
+    sql = " UNION ALL ".join(arms) + " ORDER BY observed_at DESC LIMIT :limit"
+    return sql, {**params, "statuses": _json(statuses), "limit": limit}
 
 
 def lexical(vis: Visibility, match: str, statuses: Sequence[str], limit: int, depth: int) -> Query:

@@ -154,6 +154,11 @@ CREATE TABLE traces (
 CREATE INDEX traces_owner ON traces (tenant_id, user_id, seq);
 """
 
+_KEYED = """
+CREATE INDEX records_keyed ON records (tenant_id, user_id, type, observed_at)
+    WHERE key IS NOT NULL;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_meta", _META),
     ("0002_records", _RECORDS),
@@ -161,4 +166,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0004_vectors", _VECTORS),
     ("0005_audit", _AUDIT),
     ("0006_traces", _TRACES),
+    ("0007_keyed_index", _KEYED),
 )
