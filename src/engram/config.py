@@ -162,6 +162,8 @@ class RecallConfig:
     """
 
     key_limit: int = 50
+    candidates_per_item: int = 4
+    min_channel_limit: int = 24
     lexical_limit: int = 60
     vector_limit: int = 60
     working_limit: int = 20

@@ -84,7 +84,8 @@ def _intent(s: _State) -> None:
 
 def _plan(s: _State) -> None:
     r = s.request
-    s.plan = make_plan(s.config, r.scope, r.query, s.mode, s.intent, r.now, r.as_of)
+    s.plan = make_plan(s.config, r.scope, r.query, s.mode, s.intent, r.now, r.as_of,
+                       r.budget.max_items)  # fmt: skip
 
 
 def _query_vector(s: _State) -> tuple[NDArray[np.float32] | None, str | None]:

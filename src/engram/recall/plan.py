@@ -37,14 +37,24 @@ def _types(config: Config, mode: Mode) -> tuple[str, ...]:
 
 def make_plan(
     config: Config, scope: Scope, query: str, mode: Mode, intent: Intent,
-    now: datetime, as_of: datetime | None,
+    now: datetime, as_of: datetime | None, max_items: int,
 ) -> Plan:  # fmt: skip
-    """Build the plan for one recall."""
+    """Build the plan for one recall.
+
+    The lexical and vector channels fetch ``candidates_per_item`` per item the
+    budget allows (at least ``min_channel_limit``, at most their configured
+    limits): a 6-item recall needs fewer candidates than a 25-item one.
+    """
     when = now if as_of is None else as_of
     time_travel = as_of is not None and as_of < now
     rc = config.recall
-    limits = {"key": rc.key_limit, "working": rc.working_limit, "lexical": rc.lexical_limit,
-              "vector": rc.vector_limit}  # fmt: skip
+    wanted = max(rc.min_channel_limit, rc.candidates_per_item * max_items)
+    limits = {
+        "key": rc.key_limit,
+        "working": rc.working_limit,
+        "lexical": min(rc.lexical_limit, wanted),
+        "vector": min(rc.vector_limit, wanted),
+    }
     return Plan(
         mode=mode,
         intent=intent,
