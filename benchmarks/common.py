@@ -250,9 +250,10 @@ def _version(module: str) -> str | None:
 def _git() -> dict[str, Any]:
     def run(*args: str) -> str:
         done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True)
-        return done.stdout.strip()
+        return done.stdout
 
-    return {"commit": run("rev-parse", "HEAD"), "dirty": bool(run("status", "--porcelain"))}
+    changed = [line[3:] for line in run("status", "--porcelain", "src").splitlines()]
+    return {"commit": run("rev-parse", "HEAD").strip(), "src_changes_not_committed": changed}
 
 
 def _interpreter() -> str:

@@ -47,6 +47,7 @@ from numpy.typing import NDArray
 from common import (
     PrecomputedEmbedder,
     TimedEmbedder,
+    blas_threads,
     context,
     fill,
     machine,
@@ -233,8 +234,24 @@ def measure(
         stages=breakdown(results),
         outcome=outcome(results, queries, corpus),
         texts_embedded_after_build=pre.misses,
+        blas_one_thread=capped_pass(mem, queries, report["recall"]),
     )
     return report
+
+
+def capped_pass(mem: Engram, queries: Sequence[Query], default: dict[str, float]) -> dict[str, Any]:
+    """The same recalls again with BLAS capped to one thread (threadpoolctl), in this
+    process: OpenBLAS worker threads spin after each product and compete with the
+    caller for two cores, which slows SQLite and Python work too."""
+    with blas_threads(1):
+        times, results = timed_recalls(mem, queries, profile=False)
+    recall = summarize(times)
+    return {
+        "recall": recall,
+        "p50_ratio_to_default": ratio(recall["p50_ms"], default["p50_ms"]),
+        "p95_ratio_to_default": ratio(recall["p95_ms"], default["p95_ms"]),
+        "stages": breakdown(results),
+    }
 
 
 def _report(
@@ -344,9 +361,38 @@ def print_summary(runs: Sequence[dict[str, Any]]) -> None:
         ],
         rows,
     )
+    capped = [
+        [
+            r["embedder"],
+            r["records"],
+            r["blas_one_thread"]["recall"]["p50_ms"],
+            r["blas_one_thread"]["recall"]["p95_ms"],
+            r["blas_one_thread"]["p50_ratio_to_default"],
+            r["blas_one_thread"]["p95_ratio_to_default"],
+        ]
+        for r in runs
+    ]
+    print_table(
+        "Engram.recall with BLAS capped to one thread (same process, same queries)",
+        ["embedder", "records", "p50", "p95", "x p50", "x p95"],
+        capped,
+    )
     names = list(dict.fromkeys(n for r in runs for n in r["stages"]))
-    stage_rows = [[n, *(r["stages"].get(n, {}).get("p50_ms") for r in runs)] for n in names]
-    header = ["stage (median ms)", *(f"{r['embedder']} {r['records']:,}" for r in runs)]
+    stage_rows = [
+        [
+            n,
+            *(
+                x["stages"].get(n, {}).get("p50_ms")
+                for r in runs
+                for x in (r, r["blas_one_thread"])
+            ),
+        ]
+        for n in names
+    ]
+    header = [
+        "stage (median ms)",
+        *(f"{r['embedder']} {r['records']:,}{tag}" for r in runs for tag in ("", " blas1")),
+    ]
     print_table("Per stage", header, stage_rows)
 
 
