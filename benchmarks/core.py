@@ -70,7 +70,7 @@ from common import (
     write_results,
 )
 from corpus import Corpus, Query
-from engram import Engram
+from engram import Context, Engram
 from engram.config import RecallConfig
 from engram.embed import Embedder, HashingEmbedder, LocalEmbedder
 from engram.scope import resolve
@@ -712,13 +712,40 @@ def run_single_scope(folder: Path, corpus: Corpus, args: argparse.Namespace) -> 
             mem, path, corpus, ["u0"], lambda u: range(args.bulk), args.queries
         )
         queries["store"] = {"records": args.bulk, "users": 1}
+        section("vector query when visibility excludes 1 % of the partition")
+        partial = bench_partial_visibility(mem, corpus, args.bulk, args.queries)
         return {
             "bulk": bulk,
             "candidates": queries,
+            "vector_partial_visibility": partial,
             "wall_seconds": round(time.perf_counter() - started, 1),
         }
     finally:
         mem.close()
+
+
+def bench_partial_visibility(mem: Engram, corpus: Corpus, start: int, count: int) -> dict[str, Any]:
+    """Add 1 % more records written by an agent, then time ``store.vector`` for a
+    reader of the same partition who sees every row (that agent) and for one who
+    sees 99 % of it (no agent: agent-specific records are hidden from it)."""
+    agent = Context(tenant_id=TENANT, user_id="u0", agent_id="coder")
+    extra = max(1, start // 100)
+    mem.remember_many(agent, [m.item() for m in corpus.memories(start, extra)])
+    queries = corpus.queries(count, range(start + extra), seed=3)
+    vectors = mem.embedder.embed([q.text for q in queries])
+    model, report = mem.embedder.model_id, {}
+    for label, ctx in (("sees_all_rows", agent), ("sees_99_percent", context("u0"))):
+        vis = Visibility.of(resolve(ctx))
+        calls = [
+            lambda v=v, w=vis: mem.store.vector(w, v, model, STATUSES, LIMITS["vector"])
+            for v in vectors
+        ]
+        report[label] = summarize(time_calls(calls))
+    full, partial = report["sees_all_rows"], report["sees_99_percent"]
+    report["p50_ratio"] = ratio(partial["p50_ms"], full["p50_ms"])
+    report["p95_ratio"] = ratio(partial["p95_ms"], full["p95_ms"])
+    report["records"] = start + extra
+    return report
 
 
 def run_many(folder: Path, corpus: Corpus, args: argparse.Namespace) -> dict[str, Any]:
@@ -804,6 +831,17 @@ def print_summary(results: dict[str, Any]) -> None:
     for key in ("single_scope", "many_users"):
         if key in results:
             _print_candidates(results[key]["candidates"])
+    partial = results["single_scope"]["vector_partial_visibility"]
+    rows = [
+        [label.replace("_", " "), partial[label]["p50_ms"], partial[label]["p95_ms"]]
+        for label in ("sees_all_rows", "sees_99_percent")
+    ]
+    rows.append(["ratio", partial["p50_ratio"], partial["p95_ratio"]])
+    print_table(
+        f"store.vector, {partial['records']:,} records, one partition",
+        ["reader", "p50 ms", "p95 ms"],
+        rows,
+    )
 
 
 def _print_singles(results: dict[str, Any]) -> None:
