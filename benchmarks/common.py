@@ -217,7 +217,7 @@ def temp_dir(prefix: str) -> Iterator[Path]:
 def blas_threads(limit: int) -> Iterator[None]:
     """Cap BLAS threads (threadpoolctl) inside the block; no-op without threadpoolctl."""
     try:
-        from threadpoolctl import threadpool_limits
+        from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
     except ImportError:
         yield
         return

@@ -48,6 +48,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -288,7 +289,7 @@ def bench_local(
     try:
         result = fill(mem, "u0", corpus, 0, count, chunk)
         bulk = _fill_report(result, timed)
-        bulk["backend"] = str(timed.inner.active_backend)
+        bulk["backend"] = str(getattr(timed.inner, "active_backend", None))
         single = bench_singles(mem, corpus, count, singles)
     finally:
         mem.close()
@@ -326,18 +327,14 @@ def candidate_calls(mem: Engram, probe: Probe) -> dict[str, list[Callable[[], ob
     """One call per query (or key) for each candidate query of the store."""
     store, vis, model = mem.store, probe.vis, mem.embedder.model_id
     return {
-        "by_key": [
-            lambda k=k: store.by_key(vis, [k], STATUSES, LIMITS["by_key"]) for k in probe.keys
-        ],
+        "by_key": [partial(store.by_key, vis, [k], STATUSES, LIMITS["by_key"]) for k in probe.keys],
         "lexical": [
-            lambda q=q: store.lexical(vis, q.text, STATUSES, LIMITS["lexical"])
-            for q in probe.queries
+            partial(store.lexical, vis, q.text, STATUSES, LIMITS["lexical"]) for q in probe.queries
         ],
         "vector": [
-            lambda v=v: store.vector(vis, v, model, STATUSES, LIMITS["vector"])
-            for v in probe.vectors
+            partial(store.vector, vis, v, model, STATUSES, LIMITS["vector"]) for v in probe.vectors
         ],
-        "recent": [lambda: store.recent(vis, STATUSES, LIMITS["recent"])] * len(probe.queries),
+        "recent": [partial(store.recent, vis, STATUSES, LIMITS["recent"])] * len(probe.queries),
     }
 
 
@@ -390,7 +387,7 @@ def lexical_unfiltered(
     calls: list[Callable[[], object]] = []
     for q in probe.queries:
         statements = captured(
-            mem, lambda q=q: mem.store.lexical(probe.vis, q.text, STATUSES, LIMITS["lexical"])
+            mem, partial(mem.store.lexical, probe.vis, q.text, STATUSES, LIMITS["lexical"])
         )
         ranked = [p["match"] for s, p in statements if "bm25(" in s]
         if not ranked:
@@ -401,7 +398,7 @@ def lexical_unfiltered(
             "statuses": json.dumps(STATUSES),
             "limit": LIMITS["lexical"],
         }
-        calls.append(lambda b=bound: conn.execute(sql, b).fetchall())
+        calls.append(partial(_fetch, conn, sql, bound))
     return calls
 
 
@@ -412,8 +409,13 @@ def replayed(
     out: list[Callable[[], object]] = []
     for call in calls:
         (sql, params), *_ = captured(mem, call)
-        out.append(lambda s=sql, p=params: conn.execute(s, p).fetchall())
+        out.append(partial(_fetch, conn, sql, params))
     return out
+
+
+def _fetch(conn: sqlite3.Connection, sql: str, params: dict[str, Any]) -> list[Any]:
+    """Run one statement and fetch every row."""
+    return conn.execute(sql, params).fetchall()
 
 
 def top_rows(scores: NDArray[np.float32], k: int) -> NDArray[np.intp]:
@@ -733,17 +735,17 @@ def bench_partial_visibility(mem: Engram, corpus: Corpus, start: int, count: int
     mem.remember_many(agent, [m.item() for m in corpus.memories(start, extra)])
     queries = corpus.queries(count, range(start + extra), seed=3)
     vectors = mem.embedder.embed([q.text for q in queries])
-    model, report = mem.embedder.model_id, {}
+    model = mem.embedder.model_id
+    report: dict[str, Any] = {}
     for label, ctx in (("sees_all_rows", agent), ("sees_99_percent", context("u0"))):
         vis = Visibility.of(resolve(ctx))
         calls = [
-            lambda v=v, w=vis: mem.store.vector(w, v, model, STATUSES, LIMITS["vector"])
-            for v in vectors
+            partial(mem.store.vector, vis, v, model, STATUSES, LIMITS["vector"]) for v in vectors
         ]
         report[label] = summarize(time_calls(calls))
-    full, partial = report["sees_all_rows"], report["sees_99_percent"]
-    report["p50_ratio"] = ratio(partial["p50_ms"], full["p50_ms"])
-    report["p95_ratio"] = ratio(partial["p95_ms"], full["p95_ms"])
+    full, hidden = report["sees_all_rows"], report["sees_99_percent"]
+    report["p50_ratio"] = ratio(hidden["p50_ms"], full["p50_ms"])
+    report["p95_ratio"] = ratio(hidden["p95_ms"], full["p95_ms"])
     report["records"] = start + extra
     return report
 
@@ -831,14 +833,14 @@ def print_summary(results: dict[str, Any]) -> None:
     for key in ("single_scope", "many_users"):
         if key in results:
             _print_candidates(results[key]["candidates"])
-    partial = results["single_scope"]["vector_partial_visibility"]
+    vis_report = results["single_scope"]["vector_partial_visibility"]
     rows = [
-        [label.replace("_", " "), partial[label]["p50_ms"], partial[label]["p95_ms"]]
+        [label.replace("_", " "), vis_report[label]["p50_ms"], vis_report[label]["p95_ms"]]
         for label in ("sees_all_rows", "sees_99_percent")
     ]
-    rows.append(["ratio", partial["p50_ratio"], partial["p95_ratio"]])
+    rows.append(["ratio", vis_report["p50_ratio"], vis_report["p95_ratio"]])
     print_table(
-        f"store.vector, {partial['records']:,} records, one partition",
+        f"store.vector, {vis_report['records']:,} records, one partition",
         ["reader", "p50 ms", "p95 ms"],
         rows,
     )

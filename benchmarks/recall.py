@@ -91,7 +91,8 @@ def corpus_vectors(
     if cache is not None:
         file = cache / f"{embedder.model_id}-seed{corpus.seed}-{count}.npy"
         if file.exists():
-            return np.load(file)
+            cached: NDArray[np.float32] = np.load(file)
+            return cached
     texts = [m.text for m in corpus.memories(0, count)]
     chunks = [embedder.embed(texts[i : i + EMBED_CHUNK]) for i in range(0, count, EMBED_CHUNK)]
     vectors = np.concatenate(chunks).astype(np.float32)
