@@ -8,6 +8,7 @@ A ``Config`` is immutable; ``Config.with_changes`` returns a modified copy and
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -204,12 +205,26 @@ class RecallConfig:
 
 @dataclass(frozen=True, slots=True)
 class StoreConfig:
-    """Storage knobs: SQLite timeouts, the in-memory vector cache size, and the
-    document count above which a query term is too common to be worth a BM25 pass."""
+    """Storage knobs: SQLite timeouts, the in-memory vector cache size, the document
+    count above which a query term is too common to be worth a BM25 pass, and the
+    share of the index below which BM25 pre-filters by owner inside the MATCH (the
+    pre-filter walks the caller's whole doclist: a large win for a small partition,
+    a loss when the caller owns most of the index; the full predicate applies to
+    every result either way)."""
 
     busy_timeout_ms: int = 5000
     vector_cache_rows: int = 2_000_000
     fts_term_cap: int = 2000
+    fts_prefilter_below_share: float = 0.5
+    vector_scan_threads: int = 0
+    vector_parallel_rows: int = 32_768
+
+    def scan_threads(self) -> int:
+        """Threads for one large exact scan: ``vector_scan_threads``, or when 0 the
+        machine's cores, at most four (a scan is bound by memory bandwidth)."""
+        if self.vector_scan_threads > 0:
+            return self.vector_scan_threads
+        return max(1, min(4, os.cpu_count() or 1))
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,8 @@ A tracer on the store sees each statement with its parameters. For every read of
 the SDK and every candidate query of the store, each reference to ``records`` or
 ``vectors`` must come with a condition rendered by ``engram.store.predicate``
 (``Visibility`` or ``Subject``, bound to the caller's tenant and user), each FTS
-``MATCH`` must start with the caller's owner pre-filter, and the number of
+``MATCH`` must start with the caller's owner pre-filter (or, for a caller owning
+most of the index, be joined to ``records`` under the full predicate), and the number of
 statements is pinned, so that an added, unscoped query fails here.
 """
 
@@ -15,12 +16,14 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from engram import Context, Engram
+from engram.config import Config, StoreConfig
 from engram.scope import resolve
 from engram.store.predicate import Subject, Visibility
 
@@ -28,7 +31,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "engram"
 TABLE_REF = re.compile(r"\b(?:FROM|JOIN)\s+(records|vectors|records_fts)\b(?!_)")
 # A join by primary key onto rows already restricted by a predicate cannot widen them.
 KEY_JOINS = ("JOIN records r ON r.id = v.record_id",)
-ALIASES = ("r", "v", "p")
+ALIASES = ("r", "v", "p", "x")
 ALL = ("active", "superseded", "retracted", "expired", "disputed", "deleted")
 
 
@@ -89,7 +92,10 @@ def scope_problems(sql: str, params: Mapping[str, Any], vis: Visibility) -> list
         if not matches:
             problems.append("records_fts read without MATCH")
         for name in matches:
-            if not str(params.get(name, "")).startswith(vis.fts_owner_match()):
+            prefiltered = str(params.get(name, "")).startswith(vis.fts_owner_match())
+            # Without the owner pre-filter (a caller owning most of the index), the
+            # statement must join records and apply the full predicate to each match.
+            if not prefiltered and not (n_full and "records r" in sql):
                 problems.append(f"MATCH :{name} lacks the owner pre-filter")
     return problems
 
@@ -97,6 +103,11 @@ def scope_problems(sql: str, params: Mapping[str, Any], vis: Visibility) -> list
 @pytest.fixture
 def world(mem: Engram, ctx: Context) -> dict[str, str]:
     """The caller's records, a global record, and neighbours the caller must not see."""
+    return build_world(mem, ctx)
+
+
+def build_world(mem: Engram, ctx: Context) -> dict[str, str]:
+    """See ``world``."""
     ids = {}
     w = mem.remember(ctx, "Use Objective-C for the iOS language.", type="constraint",
                      scope="repo:r1", key="ios.language", value="Objective-C")  # fmt: skip
@@ -152,7 +163,7 @@ def _calls(mem: Engram, ctx: Context, ids: dict[str, str]) -> dict[str, Callable
         )
         assert anchor is not None
         calls["neighbors"] = lambda: mem.store.neighbors(
-            vis, anchor, ["incident", "fact"], ALL, 86_400_000_000, 5
+            vis, [anchor], ["incident", "fact"], ALL, 86_400_000_000, 5
         )
     if hasattr(mem, "recall"):
         calls["recall"] = lambda: mem.recall(ctx, "Which language for the iOS app?")
@@ -160,9 +171,9 @@ def _calls(mem: Engram, ctx: Context, ids: dict[str, str]) -> dict[str, Callable
 
 
 PINNED = {
-    "get": 1, "list": 1, "history": 2, "export": 1, "by_key": 1, "lexical": 4,
+    "get": 1, "list": 1, "history": 2, "export": 1, "by_key": 1, "lexical": 6,
     "vector-cold": 5, "vector-warm": 3, "recent": 1, "recent-types": 1, "fetch": 1,
-    "keyed": 1, "vectors_of": 1, "neighbors": 1, "recall": 15,
+    "keyed": 1, "vectors_of": 1, "neighbors": 1, "recall": 17,
 }  # fmt: skip
 
 
@@ -211,6 +222,46 @@ def test_every_read_statement_is_scoped_and_counted(
             assert not problems, (name, sql, problems)
     if reader == "owner":
         assert counts == {name: PINNED[name] for name in counts}
+
+
+@pytest.mark.parametrize("share", [0.0, 2.0], ids=["never-prefilter", "always-prefilter"])
+def test_lexical_is_scoped_and_equal_with_or_without_the_owner_prefilter(
+    open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context, traced_any: Callable[
+        [Engram, Callable[[], object]], Statements], share: float,
+) -> None:  # fmt: skip
+    """The owner pre-filter is an optimisation: results and scoping do not change."""
+    config = Config(store=StoreConfig(fts_prefilter_below_share=share))
+    mem = open_mem(f"sqlite:///{tmp_path}/p.db", config=config)
+    reference = open_mem(f"sqlite:///{tmp_path}/ref.db")
+    build_world(mem, ctx)
+    build_world(reference, ctx)
+    for who in (ctx, Context(tenant_id="acme", user_id="u2", agent_id="coder"),
+                Context(tenant_id="globex", user_id="u1", agent_id="coder")):  # fmt: skip
+        vis = Visibility.of(resolve(who))
+        for text in ("iOS language", "neighbour Kotlin", "signed release builds"):
+            statements = traced_any(mem, partial(mem.store.lexical, vis, text, ALL, 10))
+            for sql, params in statements:
+                assert not scope_problems(sql, params, vis), sql
+            got = [mem.get(who, i).content for i, _ in mem.store.lexical(vis, text, ALL, 10)]
+            want = [reference.get(who, i).content
+                    for i, _ in reference.store.lexical(vis, text, ALL, 10)]  # fmt: skip
+            assert got == want
+
+
+@pytest.fixture
+def traced_any() -> Callable[[Engram, Callable[[], object]], Statements]:
+    """Statements one call makes on a given instance."""
+
+    def run(mem: Engram, call: Callable[[], object]) -> Statements:
+        collector = Collector()
+        mem.store.tracer = collector
+        try:
+            call()
+        finally:
+            mem.store.tracer = None
+        return collector.statements
+
+    return run
 
 
 def _vis(tenant: str = "acme", user: str = "u1", agent: str | None = "coder") -> Visibility:

@@ -220,9 +220,9 @@ def check_candidates(mem: Engram, world: World, ctx: Context, expected: set[str]
     if hasattr(mem.store, "keyed"):
         assert {r.id for r in mem.store.keyed(vis, ["fact"], ALL, 10_000)} == keyed
     if hasattr(mem.store, "neighbors"):
-        for anchor in mem.store.fetch(vis, sorted(expected)[:3]):
-            near = mem.store.neighbors(vis, anchor, ["fact"], ALL, 10**12, 100)
-            assert {r.id for r in near} <= expected
+        anchors = mem.store.fetch(vis, sorted(expected)[:3])
+        near = mem.store.neighbors(vis, anchors, ["fact"], ALL, 10**12, 100)
+        assert {r.id for r in near} <= expected
     if hasattr(mem, "recall"):
         result = mem.recall(ctx, "alpha cedar note k1")
         selected = {item.record.id for item in result.items}

@@ -136,12 +136,12 @@ def _expand_context(
     seeds = [c for c in sorted(found.values(), key=lambda c: -c.fused) if c.record.type in types]
     gap = int(config.context_max_gap_seconds * 1_000_000)
     try:
-        for seed in seeds[: config.context_seeds]:
-            for record in src.store.neighbors(src.vis, seed.record, types, plan.statuses, gap,
-                                              config.context_window):  # fmt: skip
-                if record.id not in found:
-                    found[record.id] = Candidate(record, channels={"context": 1.0})
-                    report.count += 1
+        anchors = [seed.record for seed in seeds[: config.context_seeds]]
+        for record in src.store.neighbors(src.vis, anchors, types, plan.statuses, gap,
+                                          config.context_window):  # fmt: skip
+            if record.id not in found:
+                found[record.id] = Candidate(record, channels={"context": 1.0})
+                report.count += 1
     except EngramError as exc:
         report.error = type(exc).__name__
     report.ms = (time.perf_counter() - start) * 1000

@@ -99,10 +99,10 @@ class Store(Protocol):
         ...
 
     def neighbors(
-        self, vis: Visibility, record: Record, types: Sequence[str], statuses: Sequence[str],
-        gap_us: int, per_side: int,
+        self, vis: Visibility, anchors: Sequence[Record], types: Sequence[str],
+        statuses: Sequence[str], gap_us: int, per_side: int,
     ) -> list[Record]:  # fmt: skip
-        """Records observed just before and after ``record`` in its scope."""
+        """Records observed just before and after each anchor in its scope."""
         ...
 
     # writes

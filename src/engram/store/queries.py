@@ -149,9 +149,13 @@ def keyed(vis: Visibility, types: Sequence[str], statuses: Sequence[str], limit:
     return sql, {**params, "statuses": _json(statuses), "limit": limit}
 
 
-def lexical(vis: Visibility, match: str, statuses: Sequence[str], limit: int, depth: int) -> Query:
-    """BM25 over FTS5: the best ``depth`` matches in the caller's partitions (owner
-    column pre-filter inside MATCH), then the full visibility and status filter.
+def lexical(
+    vis: Visibility, match: str, statuses: Sequence[str], limit: int, depth: int,
+    prefilter: bool = True,
+) -> Query:  # fmt: skip
+    """BM25 over FTS5: the best ``depth`` matches (in the caller's partitions when
+    ``prefilter``: an owner-column condition inside MATCH), then the full visibility
+    and status filter.
 
     The caller deepens ``depth`` until ``limit`` rows survive or FTS runs out.
     ``CROSS JOIN`` keeps FTS as the outer loop. The owner column has weight 0.
@@ -163,7 +167,7 @@ def lexical(vis: Visibility, match: str, statuses: Sequence[str], limit: int, de
         f" CROSS JOIN records r ON r.rowid = f.rid WHERE {cond} AND {_STATUS}"
         " ORDER BY f.score LIMIT :limit"
     )
-    full_match = f"{vis.fts_owner_match()} AND {match}"
+    full_match = f"{vis.fts_owner_match()} AND {match}" if prefilter else match
     extra = {"match": full_match, "statuses": _json(statuses), "limit": limit, "depth": depth}
     return sql, {**params, **extra}
 
@@ -176,24 +180,39 @@ def recent(vis: Visibility, statuses: Sequence[str], limit: int) -> Query:
 
 
 def neighbors(
-    vis: Visibility, scope: str, types: Sequence[str], statuses: Sequence[str],
-    at: int, gap: int, per_side: int,
+    vis: Visibility, anchors: Sequence[tuple[str, int]], types: Sequence[str],
+    statuses: Sequence[str], gap: int, per_side: int,
 ) -> Query:  # fmt: skip
-    """The ``per_side`` visible records of ``types`` in ``scope`` observed just before and
-    just after ``at`` (within ``gap`` microseconds): a memory's conversational context."""
-    cond, params = vis.sql()
-    base = (
-        f"{SELECT} WHERE {cond} AND r.scope = :scope AND {_STATUS}"
-        " AND r.type IN (SELECT value FROM json_each(:types))"
+    """For each anchor ``(scope, at)``, the ``per_side`` visible records of ``types`` in
+    that scope observed just before and just after ``at`` (within ``gap``
+    microseconds): the conversational context of several memories in one statement.
+
+    The k-th neighbour on each side is one index-ordered scalar subquery (``LIMIT 1
+    OFFSET k``) per anchor, so the records are then read by primary key; a record
+    near two anchors comes back once.
+    """
+    inner, params = vis.sql("x")
+    outer, _ = vis.sql()
+    near = (
+        f"SELECT x.id FROM records x WHERE {inner} AND x.scope = a.scope"
+        " AND x.status IN (SELECT value FROM json_each(:statuses))"
+        " AND x.type IN (SELECT value FROM json_each(:types)) AND {side} LIMIT 1 OFFSET :k{k}"
     )
+    sides = (
+        "x.observed_at < a.at AND x.observed_at >= a.at - :gap ORDER BY x.observed_at DESC",
+        "x.observed_at > a.at AND x.observed_at <= a.at + :gap ORDER BY x.observed_at",
+    )
+    arms = [f"SELECT ({near.format(side=side, k=k)}) FROM a" for side in sides
+            for k in range(per_side)]  # fmt: skip
     sql = (
-        f"SELECT * FROM ({base} AND r.observed_at < :at AND r.observed_at >= :lo"
-        " ORDER BY r.observed_at DESC LIMIT :n) UNION ALL"
-        f" SELECT * FROM ({base} AND r.observed_at > :at AND r.observed_at <= :hi"
-        " ORDER BY r.observed_at LIMIT :n)"
+        "WITH a(scope, at) AS (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]')"
+        f" FROM json_each(:anchors)), hits(rid) AS ({' UNION '.join(arms)})"
+        f" {_SELECT_COLS} FROM hits h CROSS JOIN records r ON r.id = h.rid WHERE {outer}"
+        " ORDER BY r.observed_at, r.id"
     )
-    extra = {"scope": scope, "statuses": _json(statuses), "types": _json(types), "at": at,
-             "lo": at - gap, "hi": at + gap, "n": per_side}  # fmt: skip
+    offsets = {f"k{k}": k for k in range(per_side)}
+    extra = {"anchors": json.dumps([list(x) for x in anchors]), "statuses": _json(statuses),
+             "types": _json(types), "gap": gap, **offsets}  # fmt: skip
     return sql, {**params, **extra}
 
 

@@ -8,14 +8,16 @@ compact and ordered. "No user" and "any agent" are stored as the empty string
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from engram.store.predicate import NO_AGENT, NO_USER, owner_token
 from engram.types import Authority, Record, Retention, Sensitivity, Source, SourceKind, Status, Tier
 
-__all__ = ["COLUMNS", "from_micros", "record_from_row", "record_to_row", "to_micros"]
+__all__ = [
+    "COLUMNS", "from_micros", "record_from_row", "record_from_values", "record_to_row", "to_micros",
+]  # fmt: skip
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -42,12 +44,6 @@ def from_micros(value: int | None) -> datetime | None:
     if value is None:
         return None
     return _EPOCH + timedelta(microseconds=value)
-
-
-def _required_time(value: int) -> datetime:
-    result = from_micros(value)
-    assert result is not None
-    return result
 
 
 def record_to_row(record: Record) -> dict[str, Any]:
@@ -94,46 +90,44 @@ def record_to_row(record: Record) -> dict[str, Any]:
     }
 
 
-def record_from_row(row: Mapping[str, Any]) -> Record:
-    """A ``Record`` from a row holding at least ``COLUMNS``."""
-    source = Source(
-        kind=SourceKind(row["source_kind"]),
-        ref=row["source_ref"],
-        derived_from=tuple(json.loads(row["derived_from"])),
-    )
+def _lookup(enum: type[Any]) -> dict[str, Any]:
+    return {member.value: member for member in enum}
+
+
+_TIERS, _AUTHORITIES, _STATUSES = _lookup(Tier), _lookup(Authority), _lookup(Status)
+_SENSITIVITIES, _RETENTIONS, _KINDS = _lookup(Sensitivity), _lookup(Retention), _lookup(SourceKind)
+
+
+def _time(value: int | None) -> datetime | None:
+    return None if value is None else _EPOCH + timedelta(microseconds=value)
+
+
+def record_from_values(v: Sequence[Any]) -> Record:
+    """A ``Record`` from a row whose first values are ``COLUMNS``, in that order.
+
+    The read path decodes thousands of rows per second, so this indexes by
+    position and maps enum values through dictionaries.
+    """
+    derived = v[15]
+    source = Source(_KINDS[v[13]], v[14], () if derived == "[]" else tuple(json.loads(derived)))
     return Record(
-        id=row["id"],
-        tenant_id=row["tenant_id"],
-        user_id=row["user_id"] or None,
-        agent_id=row["agent_id"] or None,
-        scope=row["scope"],
-        tier=Tier(row["tier"]),
-        type=row["type"],
-        key=row["key"],
-        value=None if row["value"] is None else json.loads(row["value"]),
-        content=row["content"],
-        authority=Authority(row["authority"]),
-        confidence=row["confidence"],
+        id=v[0], tenant_id=v[1], user_id=v[2] or None, agent_id=v[3] or None, scope=v[4],
+        tier=_TIERS[v[5]], type=v[6], key=v[7],
+        value=None if v[8] is None else json.loads(v[8]),
+        content=v[9], content_hash=v[10], authority=_AUTHORITIES[v[11]], confidence=v[12],
         source=source,
-        observed_at=_required_time(row["observed_at"]),
-        valid_from=from_micros(row["valid_from"]),
-        valid_to=from_micros(row["valid_to"]),
-        created_at=_required_time(row["created_at"]),
-        updated_at=_required_time(row["updated_at"]),
-        status=Status(row["status"]),
-        version=row["version"],
-        supersedes=row["supersedes"],
-        superseded_by=row["superseded_by"],
-        sensitivity=Sensitivity(row["sensitivity"]),
-        purpose=row["purpose"],
-        consent_basis=row["consent_basis"],
-        retention=Retention(row["retention"]),
-        expires_at=from_micros(row["expires_at"]),
-        importance=row["importance"],
-        access_count=row["access_count"],
-        last_accessed_at=from_micros(row["last_accessed_at"]),
-        private=bool(row["private"]),
-        embedding_model=row["embedding_model"],
-        content_hash=row["content_hash"],
-        contested_with=row["contested_with"],
-    )
+        observed_at=_EPOCH + timedelta(microseconds=v[16]),
+        valid_from=_time(v[17]), valid_to=_time(v[18]),
+        created_at=_EPOCH + timedelta(microseconds=v[19]),
+        updated_at=_EPOCH + timedelta(microseconds=v[20]),
+        status=_STATUSES[v[21]], version=v[22], supersedes=v[23], superseded_by=v[24],
+        contested_with=v[25], sensitivity=_SENSITIVITIES[v[26]], purpose=v[27],
+        consent_basis=v[28], retention=_RETENTIONS[v[29]], expires_at=_time(v[30]),
+        importance=v[31], access_count=v[32], last_accessed_at=_time(v[33]),
+        private=bool(v[34]), embedding_model=v[35],
+    )  # fmt: skip
+
+
+def record_from_row(row: Mapping[str, Any]) -> Record:
+    """A ``Record`` from a mapping holding at least ``COLUMNS``."""
+    return record_from_values([row[name] for name in COLUMNS])

@@ -3,7 +3,8 @@
 The ``records`` table is the truth. ``records_fts`` (FTS5, external content) and
 ``vectors`` are derived and kept in step by triggers, and ``engram index rebuild``
 regenerates both. ``partition_state`` counts vector changes per (tenant, user) so
-in-memory vector partitions know when to refresh. ``audit`` is append-only:
+in-memory vector partitions know when to refresh, and ``index_totals`` counts all
+vectors, so a caller's share of the index is two key lookups. ``audit`` is append-only:
 triggers refuse updates and deletes.
 """
 
@@ -159,6 +160,17 @@ CREATE INDEX records_keyed ON records (tenant_id, user_id, type, observed_at)
     WHERE key IS NOT NULL;
 """
 
+_TOTALS = """
+CREATE TABLE index_totals (name TEXT PRIMARY KEY, rows INTEGER NOT NULL) WITHOUT ROWID;
+INSERT INTO index_totals VALUES ('vectors', (SELECT count(*) FROM vectors));
+CREATE TRIGGER vectors_total_insert AFTER INSERT ON vectors BEGIN
+    UPDATE index_totals SET rows = rows + 1 WHERE name = 'vectors';
+END;
+CREATE TRIGGER vectors_total_delete AFTER DELETE ON vectors BEGIN
+    UPDATE index_totals SET rows = rows - 1 WHERE name = 'vectors';
+END;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_meta", _META),
     ("0002_records", _RECORDS),
@@ -167,4 +179,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0005_audit", _AUDIT),
     ("0006_traces", _TRACES),
     ("0007_keyed_index", _KEYED),
+    ("0008_index_totals", _TOTALS),
 )

@@ -23,12 +23,13 @@ from engram.store import queries
 from engram.store.audit import GENESIS, AuditEntry, AuditReport, entry_hash, verify_chain
 from engram.store.lexical import match_expression, prune_common, terms
 from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
-from engram.store.rows import COLUMNS, record_from_row, record_to_row, to_micros
+from engram.store.rows import COLUMNS, record_from_values, record_to_row, to_micros
 from engram.store.schema import MIGRATIONS
 from engram.store.vectors import (
     IdLookup,
     Partition,
     PartitionCache,
+    ScanPolicy,
     VectorRow,
     partitions_for,
     top_k,
@@ -64,6 +65,7 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._depth = 0
         self._cache = PartitionCache(self.config.vector_cache_rows)
+        self._scan_policy = ScanPolicy(self.config.scan_threads(), self.config.vector_parallel_rows)
         try:
             self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
@@ -111,7 +113,7 @@ class SQLiteStore:
             return self._run(*query).fetchall()
 
     def _records(self, query: queries.Query) -> list[Record]:
-        return [record_from_row(dict(row)) for row in self._rows(query)]
+        return [record_from_values(row) for row in self._rows(query)]
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -196,11 +198,19 @@ class SQLiteStore:
         if match is None:
             return []
         depth = 4 * limit
+        prefilter = self._index_share(vis) < self.config.fts_prefilter_below_share
         while True:
-            rows = self._rows(queries.lexical(vis, match, statuses, limit, depth))
+            rows = self._rows(queries.lexical(vis, match, statuses, limit, depth, prefilter))
             if len(rows) >= limit or self._fts_count(vis, match, depth) <= depth:
                 return [(row[0], -float(row[1])) for row in rows]
             depth *= 8
+
+    def _index_share(self, vis: Visibility) -> float:
+        """The share of all indexed vectors in the caller's partitions (0 when empty)."""
+        own = sum(i - d for i, d in self._partition_counters(vis).values())
+        rows = self._rows(("SELECT rows FROM index_totals WHERE name = 'vectors'", {}))
+        total = int(rows[0][0]) if rows else 0
+        return own / total if total > 0 else 0.0
 
     def _fts_count(self, vis: Visibility, match: str, cap: int) -> int:
         """Matches of ``match`` in the caller's partitions, counted up to ``cap + 1``."""
@@ -221,13 +231,15 @@ class SQLiteStore:
         return self._records(queries.recent_of_types(vis, statuses, types, limit))
 
     def neighbors(
-        self, vis: Visibility, record: Record, types: Sequence[str], statuses: Sequence[str],
-        gap_us: int, per_side: int,
+        self, vis: Visibility, anchors: Sequence[Record], types: Sequence[str],
+        statuses: Sequence[str], gap_us: int, per_side: int,
     ) -> list[Record]:  # fmt: skip
-        """Candidate query: records observed just before and after ``record`` in its scope."""
-        at = to_micros(record.observed_at) or 0
-        query = queries.neighbors(vis, record.scope, types, statuses, at, gap_us, per_side)
-        return self._records(query)
+        """Candidate query: records observed just before and after each anchor in its
+        scope (one statement for all anchors), oldest first."""
+        if not anchors:
+            return []
+        points = [(a.scope, to_micros(a.observed_at) or 0) for a in anchors]
+        return self._records(queries.neighbors(vis, points, types, statuses, gap_us, per_side))
 
     def export(self, vis: Visibility) -> list[Record]:
         """Every visible record, every status, oldest first."""
@@ -271,7 +283,7 @@ class SQLiteStore:
         scores: list[NDArray[np.float32]] = []
         for subject in partitions_for(vis):
             part = self._partition(subject, model, query.shape[0], counters)
-            rows, part_scores = part.search(vis, query)
+            rows, part_scores = part.search(vis, query, self._scan_policy)
             parts.append((part, rows))
             scores.append(part_scores.astype(np.float32, copy=False))
         return IdLookup(parts), np.concatenate(scores)
@@ -506,7 +518,7 @@ class SQLiteStore:
         while True:
             rows = self._rows(
                 (
-                    f"SELECT rowid AS rid, {', '.join(COLUMNS)} FROM records"
+                    f"SELECT {', '.join(COLUMNS)}, rowid AS rid FROM records"
                     " WHERE rowid > :last ORDER BY rowid LIMIT :n",
                     {"last": last, "n": batch},
                 )
@@ -514,7 +526,7 @@ class SQLiteStore:
             if not rows:
                 return
             last = rows[-1]["rid"]
-            yield [record_from_row(dict(row)) for row in rows]
+            yield [record_from_values(row) for row in rows]
 
     def reset_vectors(self) -> None:
         """Delete every vector and forget the vectors' model (before a rebuild)."""

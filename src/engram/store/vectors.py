@@ -12,9 +12,11 @@ new inserts are appended incrementally; any delete reloads the partition.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,7 +24,9 @@ from numpy.typing import NDArray
 
 from engram.store.predicate import NO_USER, Subject, Visibility
 
-__all__ = ["IdLookup", "Partition", "PartitionCache", "VectorRow", "partitions_for", "top_k"]
+__all__ = [
+    "IdLookup", "Partition", "PartitionCache", "ScanPolicy", "VectorRow", "partitions_for", "top_k",
+]  # fmt: skip
 
 VectorRow = tuple[int, str, str, str, str, bytes]  # seq, id, user, scope, agent, blob
 Loader = Callable[[Subject, int], list[VectorRow]]
@@ -82,18 +86,64 @@ class Partition:
             setattr(self, name, column)
 
     def search(
-        self, vis: Visibility, query: NDArray[np.float32]
+        self, vis: Visibility, query: NDArray[np.float32], scan: ScanPolicy | None = None
     ) -> tuple[NDArray[np.intp], NDArray[np.float32]]:
         """Row numbers of visible rows and their cosine scores (rows are unit vectors)."""
         n = self.size
         mask = vis.row_mask(self.vocab, self.users[:n], self.scopes[:n], self.agents[:n])
         rows = np.flatnonzero(mask)
-        # einsum avoids BLAS worker threads that compete for the cores; for a mostly
-        # visible partition, scoring every row beats copying the visible ones first.
+        policy = scan or ScanPolicy()
+        # For a mostly visible partition, scoring every row beats copying the visible
+        # ones first.
         if rows.size < n // 8:
-            return rows, np.einsum("ij,j->i", self.matrix[rows], query)
-        scores = np.einsum("ij,j->i", self.matrix[:n], query)
+            return rows, policy.scores(self.matrix[rows], query)
+        scores = policy.scores(self.matrix[:n], query)
         return rows, scores if rows.size == n else scores[rows]
+
+
+@dataclass(frozen=True, slots=True)
+class ScanPolicy:
+    """How one exact scan runs: matrices of at least ``parallel_rows`` rows are split
+    into ``threads`` contiguous blocks scored at once (numpy releases the GIL), so a
+    large partition is not bound by one core's memory bandwidth.
+
+    ``einsum`` rather than BLAS: OpenBLAS worker threads spin after each product
+    and compete with the caller for the cores.
+    """
+
+    threads: int = 1
+    parallel_rows: int = 32_768
+
+    def scores(
+        self, matrix: NDArray[np.float32], query: NDArray[np.float32]
+    ) -> NDArray[np.float32]:
+        """``matrix @ query``, in parallel blocks when the matrix is large enough."""
+        n = matrix.shape[0]
+        out = np.empty(n, dtype=np.float32)
+        if self.threads < 2 or n < self.parallel_rows:
+            np.einsum("ij,j->i", matrix, query, out=out)
+            return out
+        bounds = [int(b) for b in np.linspace(0, n, self.threads + 1)]
+
+        def score(block: tuple[int, int]) -> None:
+            lo, hi = block
+            np.einsum("ij,j->i", matrix[lo:hi], query, out=out[lo:hi])
+
+        list(_executor(self.threads).map(score, itertools.pairwise(bounds)))
+        return out
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _executor(threads: int) -> ThreadPoolExecutor:
+    """One process-wide pool per thread count (configurations use one or two)."""
+    with _POOLS_LOCK:
+        pool = _POOLS.get(threads)
+        if pool is None:
+            pool = _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="engram-scan")
+        return pool
 
 
 class IdLookup:
