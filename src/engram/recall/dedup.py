@@ -24,17 +24,21 @@ from engram.scope import scope_kind
 __all__ = ["dedupe"]
 
 
-def _strength(config: RecallConfig) -> Callable[[Candidate], tuple[float, float, float, float]]:
-    def key(cand: Candidate) -> tuple[float, float, float, float]:
-        r = cand.record
-        return (
-            config.scope_weights.get(scope_kind(r.scope), 0.0),
-            config.authority_weights.get(r.authority.value, 0.0),
-            r.confidence,
-            r.observed_at.timestamp(),
-        )
+Strength = Callable[[Candidate], tuple[float, float, float, float]]
 
-    return key
+
+def _strength(candidates: list[Candidate], config: RecallConfig) -> Strength:
+    """The survivor order, computed once per candidate for the three passes."""
+    table = {
+        c.id: (
+            config.scope_weights.get(scope_kind(c.record.scope), 0.0),
+            config.authority_weights.get(c.record.authority.value, 0.0),
+            c.record.confidence,
+            c.record.observed_at.timestamp(),
+        )
+        for c in candidates
+    }
+    return lambda cand: table[cand.id]
 
 
 def _merge(winner: Candidate, loser: Candidate, trace: Trace, why: str) -> None:
@@ -57,9 +61,8 @@ def _conflicting(a: Candidate, b: Candidate) -> bool:
 
 def _group(
     candidates: list[Candidate], label: Callable[[Candidate], Hashable | None], why: str,
-    config: RecallConfig, trace: Trace,
+    strength: Strength, trace: Trace,
 ) -> list[Candidate]:  # fmt: skip
-    strength = _strength(config)
     best: dict[Hashable, Candidate] = {}
     out: list[Candidate] = []
     for cand in sorted(candidates, key=strength, reverse=True):
@@ -80,12 +83,12 @@ def _key_value(cand: Candidate) -> Hashable | None:
 
 def _near_duplicates(
     candidates: list[Candidate], vectors: Mapping[str, NDArray[np.float32]],
-    config: RecallConfig, trace: Trace,
+    strength: Strength, config: RecallConfig, trace: Trace,
 ) -> list[Candidate]:  # fmt: skip
     """Greedy, strongest first: a candidate too close to a stronger kept candidate, or to
     an exact duplicate merged into it by key or content hash, joins it. Near-duplicate
     merges do not extend a group further, so paraphrases never chain."""
-    ordered = sorted(candidates, key=_strength(config), reverse=True)
+    ordered = sorted(candidates, key=strength, reverse=True)
     rows = [i for i, c in enumerate(ordered) if c.vector is not None]
     if len(rows) < 2:
         return ordered
@@ -109,8 +112,9 @@ def _near_duplicates(
 def dedupe(candidates: list[Candidate], config: RecallConfig, trace: Trace) -> list[Candidate]:
     """Collapse duplicates, keeping the strongest of each group."""
     vectors = {c.id: c.vector for c in candidates if c.vector is not None}
-    out = _group(candidates, _key_value, "key_value", config, trace)
-    out = _group(out, lambda c: c.record.content_hash, "content_hash", config, trace)
-    out = _near_duplicates(out, vectors, config, trace)
+    strength = _strength(candidates, config)
+    out = _group(candidates, _key_value, "key_value", strength, trace)
+    out = _group(out, lambda c: c.record.content_hash, "content_hash", strength, trace)
+    out = _near_duplicates(out, vectors, strength, config, trace)
     order = {c.id: i for i, c in enumerate(candidates)}
     return sorted(out, key=lambda c: order[c.id])

@@ -41,8 +41,8 @@ def make_plan(
 ) -> Plan:  # fmt: skip
     """Build the plan for one recall.
 
-    The lexical and vector channels fetch ``candidates_per_item`` per item the
-    budget allows (at least ``min_channel_limit``, at most their configured
+    The key, lexical and vector channels fetch ``candidates_per_item`` per item
+    the budget allows (at least ``min_channel_limit``, at most their configured
     limits): a 6-item recall needs fewer candidates than a 25-item one.
     """
     when = now if as_of is None else as_of
@@ -50,7 +50,7 @@ def make_plan(
     rc = config.recall
     wanted = max(rc.min_channel_limit, rc.candidates_per_item * max_items)
     limits = {
-        "key": rc.key_limit,
+        "key": min(rc.key_limit, wanted),
         "working": rc.working_limit,
         "lexical": min(rc.lexical_limit, wanted),
         "vector": min(rc.vector_limit, wanted),

@@ -25,6 +25,7 @@ the action outranks a merely similar episode (seed 000: scope beats similarity).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from datetime import datetime
@@ -51,8 +52,11 @@ def stem(word: str) -> str:
     return _SUFFIX.sub("", word) or word
 
 
-def _stems(text: str) -> set[str]:
-    return {stem(word) for word in terms(text)}
+@functools.lru_cache(maxsize=16_384)
+def _stems(text: str) -> frozenset[str]:
+    """Stems of a text's content words; cached, because the same memories come back
+    as candidates request after request."""
+    return frozenset(stem(word) for word in terms(text))
 
 
 def _freshness(record: Record, half_life: float | None, now: datetime) -> float:
@@ -82,7 +86,7 @@ def _structural(record: Record, plan: Plan, rc: RecallConfig, fit: float, overla
 
 
 def _components(
-    cand: Candidate, plan: Plan, config: Config, query_stems: set[str], best_bm25: float
+    cand: Candidate, plan: Plan, config: Config, query_stems: frozenset[str], best_bm25: float
 ) -> None:
     rc, record = config.recall, cand.record
     fit = rc.task_fit.get(plan.intent.value, {}).get(record.type, 0.5)
