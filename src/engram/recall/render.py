@@ -56,15 +56,26 @@ def _item(record: Record) -> str:
     return f"<memory {attrs}>\n{escape(record.content, quote=False)}\n</memory>"
 
 
-def render(candidates: Sequence[Candidate], types: Mapping[str, TypePolicy]) -> str:
-    """The memory block for ``candidates`` (best first), or "" when there are none."""
+def render(
+    candidates: Sequence[Candidate], types: Mapping[str, TypePolicy],
+    items: dict[str, str] | None = None,
+) -> str:  # fmt: skip
+    """The memory block for ``candidates`` (best first), or "" when there are none.
+
+    ``items`` memoises each record's escaped item by id, for a caller that renders
+    growing drafts of one selection (the budget stage).
+    """
     if not candidates:
         return ""
+    memo = {} if items is None else items
     sections: dict[str, list[str]] = {}
     for cand in candidates:
         policy = types.get(cand.record.type)
         section = policy.section if policy else "preferences"
-        sections.setdefault(section, []).append(_item(cand.record))
+        text = memo.get(cand.id)
+        if text is None:
+            text = memo[cand.id] = _item(cand.record)
+        sections.setdefault(section, []).append(text)
     order = [*SECTION_ORDER, *sorted(set(sections) - set(SECTION_ORDER))]
     lines = ["<engram_memory>", PREAMBLE]
     for name in order:
