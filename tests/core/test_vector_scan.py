@@ -16,7 +16,8 @@ def test_parallel_blocks_score_exactly_like_one_pass(rows: int, threads: int) ->
     query = rng.standard_normal(24).astype(np.float32)
     serial = ScanPolicy(threads=1).scores(matrix, query)
     parallel = ScanPolicy(threads=threads, parallel_rows=1).scores(matrix, query)
-    assert parallel.dtype == np.float32 and parallel.shape == (rows,)
+    assert parallel.dtype == np.float32
+    assert parallel.shape == (rows,)
     np.testing.assert_array_equal(parallel, serial)
     np.testing.assert_allclose(serial, matrix @ query, rtol=1e-5, atol=1e-5)
 
