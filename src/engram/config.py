@@ -187,6 +187,7 @@ class RecallConfig:
     preference_types: frozenset[str] = frozenset({"preference", "profile"})
     context_types: frozenset[str] = frozenset({"episode", "incident", "summary"})
     context_seeds: int = 20
+    context_seeds_per_item: int = 2
     context_window: int = 2
     context_max_gap_seconds: float = 3600.0
     context_factor: float = 0.8

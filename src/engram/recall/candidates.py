@@ -136,7 +136,7 @@ def _expand_context(
     seeds = [c for c in sorted(found.values(), key=lambda c: -c.fused) if c.record.type in types]
     gap = int(config.context_max_gap_seconds * 1_000_000)
     try:
-        anchors = [seed.record for seed in seeds[: config.context_seeds]]
+        anchors = [seed.record for seed in seeds[: plan.context_seeds]]
         for record in src.store.neighbors(src.vis, anchors, types, plan.statuses, gap,
                                           config.context_window):  # fmt: skip
             if record.id not in found:

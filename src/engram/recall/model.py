@@ -73,6 +73,7 @@ class Plan:
     as_of: datetime
     time_travel: bool
     limits: Mapping[str, int]
+    context_seeds: int = 0
 
 
 @dataclass(slots=True)

@@ -43,7 +43,9 @@ def make_plan(
 
     The key, lexical and vector channels fetch ``candidates_per_item`` per item
     the budget allows (at least ``min_channel_limit``, at most their configured
-    limits): a 6-item recall needs fewer candidates than a 25-item one.
+    limits): a 6-item recall needs fewer candidates than a 25-item one. So does
+    the context channel: ``context_seeds_per_item`` seeds per item, at most
+    ``context_seeds``.
     """
     when = now if as_of is None else as_of
     time_travel = as_of is not None and as_of < now
@@ -66,4 +68,5 @@ def make_plan(
         as_of=when,
         time_travel=time_travel,
         limits={name: limits[name] for name in CHANNELS[mode]},
+        context_seeds=min(rc.context_seeds, rc.context_seeds_per_item * max_items),
     )
