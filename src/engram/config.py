@@ -168,6 +168,7 @@ class RecallConfig:
     lexical_limit: int = 60
     vector_limit: int = 60
     working_limit: int = 20
+    overlap_vector: bool = True
     rrf_k: int = 60
     relevance_floor: float = 0.30
     floors: Mapping[str, float] = field(default_factory=lambda: _frozen(_FLOORS))

@@ -37,13 +37,15 @@ ALL = ("active", "superseded", "retracted", "expired", "disputed", "deleted")
 
 @dataclass
 class Collector:
-    """A store tracer keeping the statements of the calling thread only."""
+    """A store tracer keeping the statements of the calling thread and of the recall
+    workers it hands channels to (not those of the background usage flush)."""
 
     thread: int = field(default_factory=threading.get_ident)
     statements: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     def __call__(self, sql: str, params: Mapping[str, Any]) -> None:
-        if threading.get_ident() == self.thread:
+        current = threading.current_thread()
+        if current.ident == self.thread or current.name.startswith("engram-vector"):
             self.statements.append((sql, dict(params)))
 
 

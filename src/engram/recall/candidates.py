@@ -17,8 +17,11 @@ that found it, its rank and raw score in each, and its fused RRF score.
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,9 +95,9 @@ _CHANNELS: dict[str, Callable[[Plan, Sources, RecallConfig], Hits]] = {
 }
 
 
-def _run_channel(name: str, plan: Plan, src: Sources, config: RecallConfig, trace: Trace) -> Hits:
-    report = ChannelReport(name)
-    trace.channels[name] = report
+def _run_channel(
+    name: str, plan: Plan, src: Sources, config: RecallConfig, report: ChannelReport
+) -> Hits:  # fmt: skip
     start = time.perf_counter()
     try:
         hits = _CHANNELS[name](plan, src, config)
@@ -106,12 +109,43 @@ def _run_channel(name: str, plan: Plan, src: Sources, config: RecallConfig, trac
     return hits
 
 
+def _run_channels(plan: Plan, src: Sources, config: RecallConfig, trace: Trace) -> dict[str, Hits]:
+    """Every channel of the plan. With ``overlap_vector`` the vector channel runs on a
+    worker thread while the others query SQLite: its exact scan is numpy work that
+    releases the GIL, so the two overlap on separate cores. Not inside an open
+    transaction, whose thread holds the store's lock."""
+    reports = {name: ChannelReport(name) for name in plan.limits}
+    trace.channels.update(reports)
+    pending: Future[Hits] | None = None
+    overlap = config.overlap_vector and not src.store.in_transaction
+    if overlap and "vector" in plan.limits and len(plan.limits) > 1:
+        pending = _worker().submit(_run_channel, "vector", plan, src, config, reports["vector"])
+    hits = {name: _run_channel(name, plan, src, config, reports[name])
+            for name in plan.limits if not (pending and name == "vector")}  # fmt: skip
+    if pending is not None:
+        hits["vector"] = pending.result()
+    return {name: hits[name] for name in plan.limits}
+
+
+_WORKERS: list[ThreadPoolExecutor] = []
+_WORKERS_LOCK = threading.Lock()
+
+
+def _worker() -> ThreadPoolExecutor:
+    """The process-wide pool that runs vector channels beside the SQL channels."""
+    with _WORKERS_LOCK:
+        if not _WORKERS:
+            cores = os.cpu_count() or 1
+            _WORKERS.append(ThreadPoolExecutor(max(2, cores), thread_name_prefix="engram-vector"))
+        return _WORKERS[0]
+
+
 def gather(plan: Plan, src: Sources, config: RecallConfig, trace: Trace) -> list[Candidate]:
     """Run the plan's channels and fuse their rankings (reciprocal-rank fusion)."""
     allowed = set(plan.types)
     found: dict[str, Candidate] = {}
-    for name in plan.limits:
-        for rank, (record, score) in enumerate(_run_channel(name, plan, src, config, trace)):
+    for name, hits in _run_channels(plan, src, config, trace).items():
+        for rank, (record, score) in enumerate(hits):
             if record.type not in allowed:
                 continue
             cand = found.setdefault(record.id, Candidate(record))

@@ -27,6 +27,11 @@ class Store(Protocol):
 
     tracer: Callable[[str, Mapping[str, Any]], None] | None
 
+    @property
+    def in_transaction(self) -> bool:
+        """True while a transaction is open."""
+        ...
+
     def transaction(self) -> AbstractContextManager[None]:
         """An atomic unit of work; nested calls become savepoints."""
         ...

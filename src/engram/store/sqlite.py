@@ -115,6 +115,12 @@ class SQLiteStore:
     def _records(self, query: queries.Query) -> list[Record]:
         return [record_from_values(row) for row in self._rows(query)]
 
+    @property
+    def in_transaction(self) -> bool:
+        """True while a transaction is open (then its thread holds the store's lock,
+        and work handed to another thread must not touch the store)."""
+        return self._depth > 0
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One atomic unit: BEGIN IMMEDIATE at the outside, a SAVEPOINT when nested."""

@@ -1,0 +1,55 @@
+"""The vector channel may run beside the SQL channels; results do not change."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from engram import Context, Engram
+from engram.config import Config
+from engram.recall.model import RecallResult
+
+
+def _world(mem: Engram, ctx: Context) -> None:
+    for i in range(40):
+        mem.remember(ctx, f"Note {i}: the build of service {i % 7} failed on runner {i % 5}.",
+                     type="episode")  # fmt: skip
+    mem.remember(ctx, "Always run the linter before pushing.", type="rule", scope="user")
+
+
+def test_overlapped_and_sequential_channels_agree(
+    open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context
+) -> None:
+    base = Config()
+    seq = dataclasses.replace(base, recall=dataclasses.replace(base.recall, overlap_vector=False))
+    a = open_mem(f"sqlite:///{tmp_path}/a.db", config=base)
+    b = open_mem(f"sqlite:///{tmp_path}/b.db", config=seq)
+    _world(a, ctx)
+    _world(b, ctx)
+    for query in ("why did the build of service 3 fail", "linter before pushing", "runner 4"):
+        ra, rb = a.recall(ctx, query), b.recall(ctx, query)
+        assert [i.record.content for i in ra.items] == [i.record.content for i in rb.items]
+        assert list(ra.trace.channels) == list(rb.trace.channels)
+        assert {n: c.count for n, c in ra.trace.channels.items()} == {
+            n: c.count for n, c in rb.trace.channels.items()
+        }
+
+
+def test_recall_inside_an_open_transaction_does_not_deadlock(
+    open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context
+) -> None:
+    mem = open_mem(f"sqlite:///{tmp_path}/t.db")
+    _world(mem, ctx)
+    results: list[RecallResult] = []
+
+    def inside() -> None:
+        with mem.store.transaction():
+            results.append(mem.recall(ctx, "why did the build of service 3 fail"))
+
+    worker = threading.Thread(target=inside, daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    assert not worker.is_alive(), "recall inside a transaction deadlocked"
+    assert results[0].items
