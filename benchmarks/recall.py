@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import collections
 import cProfile
+import dataclasses
 import io
 import os
 import pstats
@@ -47,7 +48,6 @@ from numpy.typing import NDArray
 from common import (
     PrecomputedEmbedder,
     TimedEmbedder,
-    blas_threads,
     context,
     fill,
     machine,
@@ -59,7 +59,7 @@ from common import (
 )
 from corpus import Corpus, Query
 from engram import Engram
-from engram.config import Budget
+from engram.config import Budget, Config
 from engram.embed import Embedder, HashingEmbedder, LocalEmbedder
 from engram.recall.model import RecallResult
 from engram.scope import resolve
@@ -115,7 +115,7 @@ def build(
     pre = PrecomputedEmbedder(inner)
     texts = [m.text for m in corpus.memories(0, count)]
     pre.add(texts, corpus_vectors(inner, corpus, count, cache))
-    mem = Engram.open(f"sqlite:///{folder / name}.db", embedder=pre)
+    mem = Engram.open(f"sqlite:///{folder / name}.db", embedder=pre)  # same URL in run_one
     tick = time.perf_counter()
     fill(mem, "u0", corpus, 0, count, chunk)
     print(f"  built {count:,} records in {time.perf_counter() - tick:.1f} s", flush=True)
@@ -208,6 +208,7 @@ def outcome(
 
 
 def measure(
+    url: str,
     mem: Engram,
     pre: PrecomputedEmbedder,
     corpus: Corpus,
@@ -235,17 +236,32 @@ def measure(
         stages=breakdown(results),
         outcome=outcome(results, queries, corpus),
         texts_embedded_after_build=pre.misses,
-        blas_one_thread=capped_pass(mem, queries, report["recall"]),
+        serial_channels=serial_pass(
+            url, pre if exclude_embed else pre.inner, queries, report["recall"]
+        ),
     )
     return report
 
 
-def capped_pass(mem: Engram, queries: Sequence[Query], default: dict[str, float]) -> dict[str, Any]:
-    """The same recalls again with BLAS capped to one thread (threadpoolctl), in this
-    process: OpenBLAS worker threads spin after each product and compete with the
-    caller for two cores, which slows SQLite and Python work too."""
-    with blas_threads(1):
-        times, results = timed_recalls(mem, queries, profile=False)
+def serial_pass(
+    url: str, embedder: Embedder, queries: Sequence[Query], default: dict[str, float]
+) -> dict[str, Any]:
+    """The same recalls through a second instance on the same file with the serial
+    read path: channels one after another and the exact scan on one thread
+    (``overlap_vector=False``, ``vector_scan_threads=1``), in this process."""
+    base = Config()
+    config = dataclasses.replace(
+        base,
+        recall=dataclasses.replace(base.recall, overlap_vector=False),
+        store=dataclasses.replace(base.store, vector_scan_threads=1),
+    )
+    serial = Engram.open(url, embedder=embedder, config=config)
+    try:
+        for q in queries[:WARMUP]:
+            serial.recall(context("u0"), q.text)
+        times, results = timed_recalls(serial, queries, profile=False)
+    finally:
+        serial.close()
     recall = summarize(times)
     return {
         "recall": recall,
@@ -282,7 +298,8 @@ def run_one(
     inner: Embedder = HashingEmbedder() if kind == "hashing" else TimedEmbedder(LocalEmbedder())
     mem, pre = build(folder, f"{kind}-{size}", inner, corpus, size, args.chunk, args.vector_cache)
     try:
-        report = measure(mem, pre, corpus, size, args, exclude_embed=kind == "hashing")
+        url = f"sqlite:///{folder / f'{kind}-{size}'}.db"
+        report = measure(url, mem, pre, corpus, size, args, exclude_embed=kind == "hashing")
     finally:
         mem.close()
         for suffix in ("", "-wal", "-shm"):
@@ -366,15 +383,15 @@ def print_summary(runs: Sequence[dict[str, Any]]) -> None:
         [
             r["embedder"],
             r["records"],
-            r["blas_one_thread"]["recall"]["p50_ms"],
-            r["blas_one_thread"]["recall"]["p95_ms"],
-            r["blas_one_thread"]["p50_ratio_to_default"],
-            r["blas_one_thread"]["p95_ratio_to_default"],
+            r["serial_channels"]["recall"]["p50_ms"],
+            r["serial_channels"]["recall"]["p95_ms"],
+            r["serial_channels"]["p50_ratio_to_default"],
+            r["serial_channels"]["p95_ratio_to_default"],
         ]
         for r in runs
     ]
     print_table(
-        "Engram.recall with BLAS capped to one thread (same process, same queries)",
+        "Engram.recall with the serial read path (same process, file and queries)",
         ["embedder", "records", "p50", "p95", "x p50", "x p95"],
         capped,
     )
@@ -385,14 +402,14 @@ def print_summary(runs: Sequence[dict[str, Any]]) -> None:
             *(
                 x["stages"].get(n, {}).get("p50_ms")
                 for r in runs
-                for x in (r, r["blas_one_thread"])
+                for x in (r, r["serial_channels"])
             ),
         ]
         for n in names
     ]
     header = [
         "stage (median ms)",
-        *(f"{r['embedder']} {r['records']:,}{tag}" for r in runs for tag in ("", " blas1")),
+        *(f"{r['embedder']} {r['records']:,}{tag}" for r in runs for tag in ("", " serial")),
     ]
     print_table("Per stage", header, stage_rows)
 
