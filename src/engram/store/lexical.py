@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["STOPWORDS", "match_expression", "prune_common", "quote", "terms"]
+__all__ = ["KEEP_TERMS", "STOPWORDS", "match_expression", "prune_common", "quote", "terms"]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _MAX_TERMS = 24
+KEEP_TERMS = 2  # pruning never leaves fewer terms than this
 
 STOPWORDS = frozenset(
     """
@@ -49,7 +50,7 @@ def match_expression(words: list[str]) -> str | None:
     return "content : (" + " OR ".join(quote(word) for word in words) + ")"
 
 
-def prune_common(counts: dict[str, int], cap: int, keep: int = 2) -> list[str]:
+def prune_common(counts: dict[str, int], cap: int, keep: int = KEEP_TERMS) -> list[str]:
     """Drop terms matching more than ``cap`` documents (low IDF, long doclists),
     keeping at least the ``keep`` rarest so a query of common words still matches."""
     present = {word: count for word, count in counts.items() if count > 0}

@@ -21,7 +21,7 @@ from engram.config import StoreConfig
 from engram.errors import IndexMismatch, MigrationError, StoreError
 from engram.store import queries
 from engram.store.audit import GENESIS, AuditEntry, AuditReport, entry_hash, verify_chain
-from engram.store.lexical import match_expression, prune_common, terms
+from engram.store.lexical import KEEP_TERMS, match_expression, prune_common, terms
 from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
 from engram.store.rows import COLUMNS, record_from_values, record_to_row, to_micros
 from engram.store.schema import MIGRATIONS
@@ -199,8 +199,10 @@ class SQLiteStore:
         if not words:
             return []
         cap = self.config.fts_term_cap
-        counts = {word: self._fts_count(vis, match_expression([word]) or "", cap) for word in words}
-        match = match_expression(prune_common(counts, cap))
+        if len(words) > KEEP_TERMS:  # pruning always keeps this many: no need to count
+            counts = {w: self._fts_count(vis, match_expression([w]) or "", cap) for w in words}
+            words = prune_common(counts, cap)
+        match = match_expression(words)
         if match is None:
             return []
         depth = 4 * limit
