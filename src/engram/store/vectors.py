@@ -163,7 +163,8 @@ def top_k(ids: IdLookup, scores: NDArray[np.float32], k: int) -> list[tuple[str,
     """The k best (id, score) pairs, best first, via argpartition."""
     if k <= 0 or scores.size == 0:
         return []
-    part = np.argpartition(-scores, k - 1)[:k] if k < scores.size else np.arange(scores.size)
+    n = scores.size
+    part = np.argpartition(scores, n - k)[n - k :] if k < n else np.arange(n)
     order = part[np.argsort(-scores[part], kind="stable")]
     return [(ids[int(i)], float(scores[i])) for i in order]
 
