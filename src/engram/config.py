@@ -101,6 +101,9 @@ class ScoreWeights:
     ``structural`` rewards a hard constraint, rule or task state of a scope the
     request works in (repo, project, task, session): scope beats similarity when
     a memory directly constrains the current action (seed 000).
+    ``session`` gives an episode the best relevance among the other episodes of
+    its conversation session; ``speaker`` rewards a conversational memory whose
+    speaker the query names; ``period`` one observed in the period the query names.
     """
 
     semantic: float = 0.40
@@ -113,6 +116,9 @@ class ScoreWeights:
     usage: float = 0.01
     context: float = 0.26
     structural: float = 0.20
+    session: float = 0.05
+    speaker: float = 0.10
+    period: float = 0.20
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +166,10 @@ class RecallConfig:
     ``relevance_floor`` applies to an item's relevance (the best of semantic,
     lexical and structural evidence) before top-k; ``floors`` overrides it for
     embedding models whose model id starts with a given prefix.
+    ``overlap_vector`` runs the vector channel beside the SQL channels.
+    ``speaker_pattern`` finds the speaker label that opens a conversational memory
+    ("Melanie: ..."); ``period_slack_days`` widens a period the query names (a
+    date, or a month and year) on each side.
     """
 
     key_limit: int = 50
@@ -192,6 +202,8 @@ class RecallConfig:
     context_window: int = 2
     context_max_gap_seconds: float = 3600.0
     context_factor: float = 0.8
+    speaker_pattern: str = r"([^\W\d_][\w.' -]{0,39}?): "
+    period_slack_days: float = 1.0
     working_types: frozenset[str] = frozenset({"task_state"})
     budget: Budget = field(default_factory=Budget)
     trace_retention: int = 1000

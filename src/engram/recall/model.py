@@ -74,6 +74,7 @@ class Plan:
     time_travel: bool
     limits: Mapping[str, int]
     context_seeds: int = 0
+    period: tuple[datetime, datetime] | None = None
 
 
 @dataclass(slots=True)

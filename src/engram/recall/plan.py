@@ -6,11 +6,17 @@ status, says what holds at a time: a version superseded by a future-dated
 change stays valid until that change starts, and a past ``as_of`` needs the
 version that was valid then. Eligibility checks the interval. Retracted and
 disputed versions never qualify.
+
+The plan also reads the period a query names ("on 7 July, 2023", "October 13th
+2023", "in May 2023"), widened by ``period_slack_days``; the rerank stage favours
+memories observed in it. It does not filter: the question may name a date the
+memory itself only describes.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+from datetime import datetime, timedelta
 
 from engram.config import Config
 from engram.recall.model import Intent, Mode, Plan
@@ -25,6 +31,15 @@ CHANNELS: dict[Mode, tuple[str, ...]] = {
     Mode.EPISODIC: ("working", "lexical", "vector"),
     Mode.HYBRID: ("key", "working", "lexical", "vector"),
 }
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+           "september", "october", "november", "december")  # fmt: skip
+_MONTH = "(" + "|".join(_MONTHS) + ")"
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_DATES = (  # (pattern, group of day, group of month, group of year)
+    (re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b", re.I), 1, 2, 3),
+    (re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+(\d{{4}})\b", re.I), 2, 1, 3),
+    (re.compile(rf"\b{_MONTH},?\s+(\d{{4}})\b", re.I), 0, 1, 2),
+)
 _STATUSES = (Status.ACTIVE.value, Status.SUPERSEDED.value, Status.EXPIRED.value)
 
 
@@ -33,6 +48,28 @@ def _types(config: Config, mode: Mode) -> tuple[str, ...]:
         tiers = {Tier.SEMANTIC, Tier.WORKING, Tier.PROCEDURAL}
         return tuple(name for name, p in config.types.items() if p.tier in tiers)
     return tuple(config.types)
+
+
+def _period(query: str, now: datetime, slack_days: float) -> tuple[datetime, datetime] | None:
+    """The time a query names (the first full date, else the first month and year),
+    widened by ``slack_days`` on each side; None when it names none."""
+    for pattern, day, month, year in _DATES:
+        found = pattern.search(query)
+        if found is None:
+            continue
+        m, y = _MONTHS.index(found.group(month).lower()) + 1, int(found.group(year))
+        try:
+            if day:
+                start = datetime(y, m, int(found.group(day)), tzinfo=now.tzinfo)
+                end = start + timedelta(days=1)
+            else:
+                start = datetime(y, m, 1, tzinfo=now.tzinfo)
+                end = datetime(y + m // 12, m % 12 + 1, 1, tzinfo=now.tzinfo)
+        except ValueError:  # 31 February and the like
+            continue
+        slack = timedelta(days=slack_days)
+        return start - slack, end + slack
+    return None
 
 
 def make_plan(
@@ -69,4 +106,5 @@ def make_plan(
         time_travel=time_travel,
         limits={name: limits[name] for name in CHANNELS[mode]},
         context_seeds=min(rc.context_seeds, rc.context_seeds_per_item * max_items),
+        period=_period(query, now, rc.period_slack_days),
     )

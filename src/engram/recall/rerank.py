@@ -14,6 +14,13 @@ Components, each in 0..1 and kept on the item for the trace:
 * ``context``: relevance of conversational neighbours (see ``context``);
 * ``structural``: a hard constraint or rule (for an action) or the task state of
   a scope the request is working in, weighted by that scope's specificity.
+* ``session``: the best relevance among the other episodes of the memory's
+  conversation session (see ``context``);
+* ``speaker``: 1 when the query names the speaker of a conversational memory
+  (content that opens with ``Name: ``, matched by ``speaker_pattern``): a question
+  about what Melanie said wants her turns, not the turns that only address her;
+* ``period``: 1 when the memory was observed in the period the query names (a
+  date or a month and year, see ``plan``).
 
 The floor applies to *relevance*, absolute evidence that the memory bears on
 this request: the cosine, the share of the query's content words the memory
@@ -85,9 +92,24 @@ def _structural(record: Record, plan: Plan, rc: RecallConfig, fit: float, overla
     return fit * rc.scope_weights.get(kind, 0.0) if plan.intent == Intent.ACTION else 0.0
 
 
+def _speaker(record: Record, rc: RecallConfig, query_words: set[str]) -> float:
+    if record.type not in rc.context_types:
+        return 0.0
+    label = re.match(rc.speaker_pattern, record.content)
+    names = terms(label.group(1)) if label else []
+    return 1.0 if names and query_words.issuperset(names) else 0.0
+
+
+def _in_period(record: Record, plan: Plan) -> float:
+    if plan.period is None:
+        return 0.0
+    return 1.0 if plan.period[0] <= record.observed_at < plan.period[1] else 0.0
+
+
 def _components(
-    cand: Candidate, plan: Plan, config: Config, query_stems: frozenset[str], best_bm25: float
-) -> None:
+    cand: Candidate, plan: Plan, config: Config, query_stems: frozenset[str], best_bm25: float,
+    query_words: set[str],
+) -> None:  # fmt: skip
     rc, record = config.recall, cand.record
     fit = rc.task_fit.get(plan.intent.value, {}).get(record.type, 0.5)
     overlap = query_stems & _stems(record.content) if query_stems else set()
@@ -104,6 +126,8 @@ def _components(
         confidence=record.confidence,
         usage=min(1.0, usage),
         structural=_structural(record, plan, rc, fit, bool(overlap)),
+        speaker=_speaker(record, rc, query_words),
+        period=_in_period(record, plan),
     )
 
 
@@ -112,7 +136,9 @@ def _score(cand: Candidate, rc: RecallConfig) -> float:
     return (w.semantic * c["semantic"] + w.lexical * c["lexical"] + w.task_fit * c["task_fit"]
             + w.scope * c["scope"] + w.authority * c["authority"] + w.freshness * c["freshness"]
             + w.confidence * c["confidence"] + w.usage * c["usage"]
-            + w.structural * c["structural"] + w.context * c["context"])  # fmt: skip
+            + w.structural * c["structural"] + w.context * c["context"]
+            + w.session * c["session"] + w.speaker * c["speaker"]
+            + w.period * c["period"])  # fmt: skip
 
 
 def rerank(
@@ -120,9 +146,10 @@ def rerank(
 ) -> list[Candidate]:
     """Score every candidate, drop those below the relevance floor, best first."""
     query_stems = _stems(plan.query)
+    query_words = set(terms(plan.query))
     best_bm25 = max((c.channels.get("lexical", 0.0) for c in candidates), default=0.0)
     for cand in candidates:
-        _components(cand, plan, config, query_stems, best_bm25)
+        _components(cand, plan, config, query_stems, best_bm25, query_words)
     add_context(candidates, config.recall)
     kept = []
     for cand in candidates:
