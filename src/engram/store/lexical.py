@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["KEEP_TERMS", "STOPWORDS", "match_expression", "prune_common", "quote", "terms"]
+__all__ = [
+    "KEEP_TERMS", "STOPWORDS", "match_all", "match_expression", "prune_common", "quote", "terms",
+]  # fmt: skip
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _MAX_TERMS = 24
@@ -58,3 +60,10 @@ def prune_common(counts: dict[str, int], cap: int, keep: int = KEEP_TERMS) -> li
     if len(rare) >= min(keep, len(present)):
         return rare
     return sorted(present, key=lambda word: present[word])[:keep]
+
+
+def match_all(words: list[str]) -> str | None:
+    """An AND of quoted terms over the ``content`` column, or None if there are none."""
+    if not words:
+        return None
+    return "content : (" + " AND ".join(quote(word) for word in words) + ")"

@@ -21,7 +21,7 @@ from engram.config import StoreConfig
 from engram.errors import IndexMismatch, MigrationError, StoreError
 from engram.store import queries
 from engram.store.audit import GENESIS, AuditEntry, AuditReport, entry_hash, verify_chain
-from engram.store.lexical import KEEP_TERMS, match_expression, prune_common, terms
+from engram.store.lexical import KEEP_TERMS, match_all, match_expression, prune_common, terms
 from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
 from engram.store.rows import COLUMNS, record_from_values, record_to_row, to_micros
 from engram.store.schema import MIGRATIONS
@@ -194,19 +194,39 @@ class SQLiteStore:
     def lexical(
         self, vis: Visibility, text: str, statuses: Sequence[str], limit: int
     ) -> list[tuple[str, float]]:
-        """Candidate query: BM25 over content; scores are positive, higher is better."""
+        """Candidate query: BM25 over content; scores are positive, higher is better.
+
+        Terms matching more than ``fts_term_cap`` documents are dropped from the OR
+        query (long doclists, low IDF). When that happens, the documents holding
+        *every* term come first (an AND query is cheap: FTS5 intersects doclists),
+        so pruning never loses an exact match to the rarer terms' best matches.
+        """
         words = terms(text)
         if not words:
             return []
         cap = self.config.fts_term_cap
+        kept = present = words
         if len(words) > KEEP_TERMS:  # pruning always keeps this many: no need to count
             counts = {w: self._fts_count(vis, match_expression([w]) or "", cap) for w in words}
-            words = prune_common(counts, cap)
-        match = match_expression(words)
+            present = [w for w in words if counts[w] > 0]
+            kept = prune_common(counts, cap)
+        prefilter = self._index_share(vis) < self.config.fts_prefilter_below_share
+        hits = self._bm25(vis, match_expression(kept), statuses, limit, prefilter)
+        if len(kept) < len(present):
+            every = self._bm25(vis, match_all(present), statuses, limit, prefilter)
+            seen = {i for i, _ in every}
+            hits = (every + [h for h in hits if h[0] not in seen])[:limit]
+        return hits
+
+    def _bm25(
+        self, vis: Visibility, match: str | None, statuses: Sequence[str], limit: int,
+        prefilter: bool,
+    ) -> list[tuple[str, float]]:  # fmt: skip
+        """The best ``limit`` visible matches of ``match``, deepening the FTS pass until
+        enough survive the predicate or FTS runs out."""
         if match is None:
             return []
         depth = 4 * limit
-        prefilter = self._index_share(vis) < self.config.fts_prefilter_below_share
         while True:
             rows = self._rows(queries.lexical(vis, match, statuses, limit, depth, prefilter))
             if len(rows) >= limit or self._fts_count(vis, match, depth) <= depth:
