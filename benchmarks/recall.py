@@ -10,7 +10,10 @@ recalled once each, after a few warm-up calls, and this reports:
   each candidate channel (``result.trace.channels``);
 - a baseline in the same process: bare semantic retrieval of the same number of
   items (``store.vector`` top ``max_items`` + ``store.fetch``, the least a memory
-  service does), and the ratio of recall to it.
+  service does), and the ratio of recall to it;
+- the serial read path (channels one after another, a one-thread scan) on a
+  second instance over the same file, each query run through both instances in
+  alternating order, so neither profits from caches the other warmed.
 
 Query embedding. With the hashing embedder it is excluded by *pre-embedding*:
 every query is embedded before the timed loop and the store's embedder serves
@@ -229,46 +232,61 @@ def measure(
     cold_ms = (time.perf_counter() - cold_tick) * 1000
     for q in corpus.queries(WARMUP, range(size), seed=size + 1):
         mem.recall(context("u0"), q.text)
-    times, results = timed_recalls(mem, queries, args.profile and exclude_embed)
+    serial = open_serial(url, pre if exclude_embed else pre.inner)
+    try:
+        for q in corpus.queries(WARMUP, range(size), seed=size + 1):
+            serial.recall(context("u0"), q.text)
+        (times, results), (serial_times, serial_results) = paired_recalls(mem, serial, queries)
+    finally:
+        serial.close()
+    if args.profile and exclude_embed:
+        timed_recalls(mem, queries, profile=True)
     base = bare_retrieval_ms(mem, vectors, Budget().max_items)
     report = _report(times, base, cold_ms, embed_ms, exclude_embed)
+    serial_recall = summarize(serial_times)
     report.update(
         stages=breakdown(results),
         outcome=outcome(results, queries, corpus),
         texts_embedded_after_build=pre.misses,
-        serial_channels=serial_pass(
-            url, pre if exclude_embed else pre.inner, queries, report["recall"]
-        ),
+        serial_channels={
+            "recall": serial_recall,
+            "p50_ratio_to_default": ratio(serial_recall["p50_ms"], report["recall"]["p50_ms"]),
+            "p95_ratio_to_default": ratio(serial_recall["p95_ms"], report["recall"]["p95_ms"]),
+            "stages": breakdown(serial_results),
+        },
     )
     return report
 
 
-def serial_pass(
-    url: str, embedder: Embedder, queries: Sequence[Query], default: dict[str, float]
-) -> dict[str, Any]:
-    """The same recalls through a second instance on the same file with the serial
-    read path: channels one after another and the exact scan on one thread
-    (``overlap_vector=False``, ``vector_scan_threads=1``), in this process."""
+def open_serial(url: str, embedder: Embedder) -> Engram:
+    """A second instance on the same file with the serial read path: channels one
+    after another and the exact scan on one thread (``overlap_vector=False``,
+    ``vector_scan_threads=1``)."""
     base = Config()
     config = dataclasses.replace(
         base,
         recall=dataclasses.replace(base.recall, overlap_vector=False),
         store=dataclasses.replace(base.store, vector_scan_threads=1),
     )
-    serial = Engram.open(url, embedder=embedder, config=config)
-    try:
-        for q in queries[:WARMUP]:
-            serial.recall(context("u0"), q.text)
-        times, results = timed_recalls(serial, queries, profile=False)
-    finally:
-        serial.close()
-    recall = summarize(times)
-    return {
-        "recall": recall,
-        "p50_ratio_to_default": ratio(recall["p50_ms"], default["p50_ms"]),
-        "p95_ratio_to_default": ratio(recall["p95_ms"], default["p95_ms"]),
-        "stages": breakdown(results),
-    }
+    return Engram.open(url, embedder=embedder, config=config)
+
+
+Timed = tuple[list[float], list[RecallResult]]
+
+
+def paired_recalls(a: Engram, b: Engram, queries: Sequence[Query]) -> tuple[Timed, Timed]:
+    """Each query through both instances, alternating which goes first (A B, B A, ...)
+    so neither profits from caches the other warmed for the same query."""
+    ctx = context("u0")
+    out: dict[int, Timed] = {0: ([], []), 1: ([], [])}
+    for n, q in enumerate(queries):
+        for which in (0, 1) if n % 2 == 0 else (1, 0):
+            mem = (a, b)[which]
+            tick = time.perf_counter()
+            result = mem.recall(ctx, q.text)
+            out[which][0].append((time.perf_counter() - tick) * 1000)
+            out[which][1].append(result)
+    return out[0], out[1]
 
 
 def _report(
