@@ -183,20 +183,26 @@ Statements = list[tuple[str, dict[str, Any]]]
 Traced = Callable[[Callable[[], object]], Statements]
 
 
+def statements_of(mem: Engram, call: Callable[[], object]) -> Statements:
+    """The statements ``call`` makes on ``mem``'s store (tracer on only meanwhile)."""
+    collector = Collector()
+    mem.store.tracer = collector
+    try:
+        call()
+    finally:
+        mem.store.tracer = None
+    return collector.statements
+
+
 @pytest.fixture
 def traced(mem: Engram) -> Iterator[Traced]:
     """Run a call with a tracer on; its statements (usage writes flushed afterwards)."""
 
     def run(call: Callable[[], object]) -> Statements:
-        collector = Collector()
-        mem.store.tracer = collector
-        try:
-            call()
-        finally:
-            mem.store.tracer = None
+        statements = statements_of(mem, call)
         if hasattr(mem, "flush"):
             mem.flush()
-        return collector.statements
+        return statements
 
     yield run
     mem.store.tracer = None
@@ -228,9 +234,8 @@ def test_every_read_statement_is_scoped_and_counted(
 
 @pytest.mark.parametrize("share", [0.0, 2.0], ids=["never-prefilter", "always-prefilter"])
 def test_lexical_is_scoped_and_equal_with_or_without_the_owner_prefilter(
-    open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context, traced_any: Callable[
-        [Engram, Callable[[], object]], Statements], share: float,
-) -> None:  # fmt: skip
+    open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context, share: float
+) -> None:
     """The owner pre-filter is an optimisation: results and scoping do not change."""
     config = Config(store=StoreConfig(fts_prefilter_below_share=share))
     mem = open_mem(f"sqlite:///{tmp_path}/p.db", config=config)
@@ -241,29 +246,13 @@ def test_lexical_is_scoped_and_equal_with_or_without_the_owner_prefilter(
                 Context(tenant_id="globex", user_id="u1", agent_id="coder")):  # fmt: skip
         vis = Visibility.of(resolve(who))
         for text in ("iOS language", "neighbour Kotlin", "signed release builds"):
-            statements = traced_any(mem, partial(mem.store.lexical, vis, text, ALL, 10))
+            statements = statements_of(mem, partial(mem.store.lexical, vis, text, ALL, 10))
             for sql, params in statements:
                 assert not scope_problems(sql, params, vis), sql
             got = [mem.get(who, i).content for i, _ in mem.store.lexical(vis, text, ALL, 10)]
             want = [reference.get(who, i).content
                     for i, _ in reference.store.lexical(vis, text, ALL, 10)]  # fmt: skip
             assert got == want
-
-
-@pytest.fixture
-def traced_any() -> Callable[[Engram, Callable[[], object]], Statements]:
-    """Statements one call makes on a given instance."""
-
-    def run(mem: Engram, call: Callable[[], object]) -> Statements:
-        collector = Collector()
-        mem.store.tracer = collector
-        try:
-            call()
-        finally:
-            mem.store.tracer = None
-        return collector.statements
-
-    return run
 
 
 def _vis(tenant: str = "acme", user: str = "u1", agent: str | None = "coder") -> Visibility:
