@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import threading
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from engram import Context, Engram
+import pytest
+
+from engram import Context, Engram, FrozenClock
 from engram.config import Config
 from engram.recall.model import RecallResult
 
@@ -53,3 +58,33 @@ def test_recall_inside_an_open_transaction_does_not_deadlock(
     worker.join(timeout=30)
     assert not worker.is_alive(), "recall inside a transaction deadlocked"
     assert results[0].items
+
+
+def _recall_in_child(url: str, ctx: Context, now: datetime, out: Any) -> None:
+    mem = Engram.open(url, embedder="hashing")
+    try:
+        out.put(len(mem.recall(ctx, "why did the build of service 3 fail", now=now).items))
+    finally:
+        mem.close()
+
+
+def test_a_forked_child_can_recall_after_the_parent_did(
+    open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context, clock: FrozenClock
+) -> None:
+    """Worker pools are per process: a child forked after the parent used them (a
+    pre-fork server) builds its own instead of waiting on threads it lacks."""
+    url = f"sqlite:///{tmp_path}/f.db"
+    mem = open_mem(url)
+    _world(mem, ctx)
+    assert mem.recall(ctx, "why did the build of service 3 fail").items  # pools now exist
+    fork = multiprocessing.get_context("fork")
+    out = fork.Queue()
+    child = fork.Process(target=_recall_in_child, args=(url, ctx, clock.now(), out))
+    child.start()
+    child.join(timeout=60)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        pytest.fail("recall in a forked child hung")
+    assert child.exitcode == 0
+    assert out.get(timeout=5) > 0

@@ -129,6 +129,8 @@ def _run_channels(plan: Plan, src: Sources, config: RecallConfig, trace: Trace) 
 
 _WORKERS: list[ThreadPoolExecutor] = []
 _WORKERS_LOCK = threading.Lock()
+# A forked child inherits the pool but not its threads: it must build its own.
+os.register_at_fork(after_in_child=_WORKERS.clear)
 
 
 def _worker() -> ThreadPoolExecutor:

@@ -13,6 +13,7 @@ new inserts are appended incrementally; any delete reloads the partition.
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -135,6 +136,8 @@ class ScanPolicy:
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
+# A forked child inherits the pools but not their threads: it must build its own.
+os.register_at_fork(after_in_child=_POOLS.clear)
 
 
 def _executor(threads: int) -> ThreadPoolExecutor:
