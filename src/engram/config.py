@@ -224,12 +224,15 @@ class StoreConfig:
     share of the index below which BM25 pre-filters by owner inside the MATCH (the
     pre-filter walks the caller's whole doclist: a large win for a small partition,
     a loss when the caller owns most of the index; the full predicate applies to
-    every result either way)."""
+    every result either way). ``read_connections`` gives each thread of a file
+    store its own read connection (WAL readers do not wait for each other or for
+    a writer)."""
 
     busy_timeout_ms: int = 5000
     vector_cache_rows: int = 2_000_000
     fts_term_cap: int = 2000
     fts_prefilter_below_share: float = 0.5
+    read_connections: bool = True
     vector_scan_threads: int = 0
     vector_parallel_rows: int = 32_768
 

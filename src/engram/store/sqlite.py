@@ -64,6 +64,11 @@ class SQLiteStore:
         self.tracer: Tracer | None = None
         self._lock = threading.RLock()
         self._depth = 0
+        self._owner: int | None = None  # the thread with an open transaction
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()  # not the store lock: a writer holds that
+        self._pooled = self.config.read_connections and path != ":memory:"
         self._cache = PartitionCache(self.config.vector_cache_rows)
         self._scan_policy = ScanPolicy(self.config.scan_threads(), self.config.vector_parallel_rows)
         try:
@@ -99,18 +104,54 @@ class SQLiteStore:
             raise MigrationError(f"migration {name} failed: {exc}") from exc
 
     def _run(self, sql: str, params: Mapping[str, Any] | None = None) -> sqlite3.Cursor:
+        with self._lock:
+            return self._execute(self._conn, sql, params)
+
+    def _execute(
+        self, conn: sqlite3.Connection, sql: str, params: Mapping[str, Any] | None
+    ) -> sqlite3.Cursor:
         bound = params or {}
         if self.tracer is not None:
             self.tracer(sql, bound)
-        with self._lock:
-            try:
-                return self._conn.execute(sql, bound)
-            except sqlite3.Error as exc:
-                raise StoreError(f"SQLite error: {exc}") from exc
+        try:
+            return conn.execute(sql, bound)
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite error: {exc}") from exc
 
     def _rows(self, query: queries.Query) -> list[sqlite3.Row]:
-        with self._lock:
-            return self._run(*query).fetchall()
+        reader = self._reader()
+        if reader is None:
+            with self._lock:
+                return self._run(*query).fetchall()
+        try:
+            return self._execute(reader, *query).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite error: {exc}") from exc
+
+    def _reader(self) -> sqlite3.Connection | None:
+        """This thread's read-only connection, or None to read on the main one.
+
+        A file store in WAL mode serves reads outside a transaction from one
+        connection per thread, so a read never waits for another thread's read or
+        write (it sees the last commit). The thread that holds a transaction reads on
+        the main connection, so it sees its own uncommitted writes. ``:memory:``
+        has a single connection: another would open another database.
+        """
+        if not self._pooled or self._owner == threading.get_ident():
+            return None
+        reader: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if reader is None:
+            try:
+                reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+                reader.row_factory = sqlite3.Row
+                reader.execute(f"PRAGMA busy_timeout = {int(self.config.busy_timeout_ms)}")
+                reader.execute("PRAGMA query_only = ON")
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot open a read connection to {self.path!r}: {exc}") from exc
+            with self._readers_lock:
+                self._readers.append(reader)
+            self._local.conn = reader
+        return reader
 
     def _records(self, query: queries.Query) -> list[Record]:
         return [record_from_values(row) for row in self._rows(query)]
@@ -128,18 +169,23 @@ class SQLiteStore:
             depth = self._depth
             self._run("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT sp{depth}")
             self._depth += 1
+            self._owner = threading.get_ident()
             try:
-                yield
-            except BaseException:
+                try:
+                    yield
+                except BaseException:
+                    self._depth -= 1
+                    self._rollback(depth)
+                    raise
                 self._depth -= 1
-                self._rollback(depth)
-                raise
-            self._depth -= 1
-            try:
-                self._run("COMMIT" if depth == 0 else f"RELEASE SAVEPOINT sp{depth}")
-            except BaseException:  # a failed COMMIT must not leave the transaction open
-                self._rollback(depth)
-                raise
+                try:
+                    self._run("COMMIT" if depth == 0 else f"RELEASE SAVEPOINT sp{depth}")
+                except BaseException:  # a failed COMMIT must not leave the transaction open
+                    self._rollback(depth)
+                    raise
+            finally:
+                if depth == 0:
+                    self._owner = None
 
     def _rollback(self, depth: int) -> None:
         if depth == 0:
@@ -151,9 +197,13 @@ class SQLiteStore:
             self._conn.execute(f"RELEASE SAVEPOINT sp{depth}")
 
     def close(self) -> None:
-        """Close the connection; the store is unusable afterwards."""
-        with self._lock:
+        """Close the connections; the store is unusable afterwards."""
+        with self._lock, self._readers_lock:
             self._cache.clear()
+            self._pooled = False
+            for reader in self._readers:
+                reader.close()
+            self._readers.clear()
             self._conn.close()
 
     # -- reads (all scoped by a predicate) ---------------------------------------
