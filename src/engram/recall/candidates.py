@@ -12,7 +12,8 @@ Channels (all under the scope predicate, inside the storage query):
 
 A channel that fails is reported in the trace and the others still answer (the
 pipeline turns that into status ``partial``). Each candidate keeps the channels
-that found it, its rank and raw score in each, and its fused RRF score.
+that found it, its rank and raw score in each, and its fused RRF score. The
+vector channel may run on a worker thread beside the others (``overlap_vector``).
 """
 
 from __future__ import annotations
@@ -113,7 +114,8 @@ def _run_channels(plan: Plan, src: Sources, config: RecallConfig, trace: Trace) 
     """Every channel of the plan. With ``overlap_vector`` the vector channel runs on a
     worker thread while the others query SQLite: its exact scan is numpy work that
     releases the GIL, so the two overlap on separate cores. Not inside an open
-    transaction, whose thread holds the store's lock."""
+    transaction: the worker would not see the transaction's own writes (and on a
+    single-connection store it would wait for the lock the caller holds)."""
     reports = {name: ChannelReport(name) for name in plan.limits}
     trace.channels.update(reports)
     pending: Future[Hits] | None = None
