@@ -35,3 +35,28 @@ def test_a_document_with_every_term_comes_first_when_common_terms_are_pruned(
     hits = mem.store.lexical(vis, target, ALL, 3)
     assert mem.get(ctx, hits[0][0]).content == target
     assert len({i for i, _ in hits}) == len(hits) == 3
+
+
+def test_a_dominant_caller_still_finds_matches_that_others_outrank(
+    open_mem: Callable[..., Engram], tmp_path: Path
+) -> None:
+    """Without the owner pre-filter, other users' better-ranked matches can fill the
+    FTS window; the caller's own matches must still come back."""
+    base = Config()
+    config = dataclasses.replace(
+        base, store=dataclasses.replace(base.store, fts_prefilter_below_share=0.5)
+    )
+    mem = open_mem(f"sqlite:///{tmp_path}/d.db", config=config)
+    alice = Context(tenant_id="acme", user_id="alice", agent_id="coder")
+    bob = Context(tenant_id="acme", user_id="bob", agent_id="coder")
+    mem.remember_many(alice, [{"content": f"alice note {i} about topic t{i}", "type": "fact"}
+                              for i in range(150)])  # fmt: skip
+    filler = " ".join(f"filler{j}" for j in range(40))
+    mem.remember_many(alice, [{"content": f"zebra {filler} w{i}", "type": "fact"}
+                              for i in range(3)])  # fmt: skip
+    mem.remember_many(bob, [{"content": f"zebra zebra b{i}", "type": "fact"} for i in range(60)])
+    vis = Visibility.of(resolve(alice))
+    assert mem.store._index_share(vis) >= 0.5  # the unfiltered path is taken first
+    hits = mem.store.lexical(vis, "zebra", ALL, 5)
+    assert len(hits) == 3
+    assert all("zebra" in mem.get(alice, i).content for i, _ in hits)

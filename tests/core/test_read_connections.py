@@ -3,9 +3,12 @@ another thread's write nor see its uncommitted rows; the writing thread sees the
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from engram import Context, Engram
 from engram.scope import resolve
@@ -53,3 +56,33 @@ def test_memory_stores_keep_one_connection(open_mem: Callable[..., Engram], ctx:
     thread.start()
     thread.join(timeout=30)
     assert found == [1]
+
+
+def test_a_finished_threads_read_connection_is_closed(
+    open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context
+) -> None:
+    mem = open_mem(f"sqlite:///{tmp_path}/t.db")
+    mem.remember(ctx, "The staging cluster runs in eu-west-1.")
+    for _ in range(20):
+        thread = threading.Thread(target=lambda: mem.list(ctx))
+        thread.start()
+        thread.join(timeout=30)
+    gc.collect()
+    assert len(mem.store._readers) <= 1  # not one per finished thread
+
+
+def test_reads_follow_the_file_not_the_working_directory(
+    open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    mem = open_mem("sqlite:///relative.db")
+    mem.remember(ctx, "The staging cluster runs in eu-west-1.")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    found: list[int] = []
+    thread = threading.Thread(target=lambda: found.append(len(mem.list(ctx))))
+    thread.start()
+    thread.join(timeout=30)
+    assert found == [1]
+    assert not (elsewhere / "relative.db").exists()

@@ -88,3 +88,16 @@ def test_a_forked_child_can_recall_after_the_parent_did(
         pytest.fail("recall in a forked child hung")
     assert child.exitcode == 0
     assert out.get(timeout=5) > 0
+
+
+def test_a_context_window_of_zero_adds_no_neighbours_and_no_error(
+    open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context
+) -> None:
+    base = Config()
+    config = dataclasses.replace(base, recall=dataclasses.replace(base.recall, context_window=0))
+    mem = open_mem(f"sqlite:///{tmp_path}/w.db", config=config)
+    _world(mem, ctx)
+    result = mem.recall(ctx, "why did the build of service 3 fail")
+    assert result.status.value == "ok"
+    assert result.trace.channels["context"].error is None
+    assert result.trace.channels["context"].count == 0

@@ -96,6 +96,9 @@ def test_the_period_a_query_names() -> None:
     assert period("What may Maria do next?") is None
     feb, mar = datetime(2023, 2, 1, tzinfo=UTC), datetime(2023, 3, 1, tzinfo=UTC)
     assert period("What happened on 31 February, 2023?") == (feb - slack, mar + slack)
+    # dates at the edge of the calendar are ignored, not an error
+    assert period("Plans for December 31st, 9999?") is None
+    assert period("What happened on January 1st, 0001?") is None
 
 
 def test_a_turn_gains_from_the_relevant_turns_of_its_session() -> None:

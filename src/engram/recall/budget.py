@@ -68,7 +68,9 @@ class _Diversity:
         for i, cand in enumerate(pool):
             if cand.vector is not None:
                 matrix[i] = cand.vector
-        self._sims = matrix @ matrix.T
+        # einsum, not BLAS: OpenBLAS would spread this small product over every
+        # core, and its spinning workers cost more than the product (see dedup).
+        self._sims = np.einsum("ik,jk->ij", matrix, matrix)
         top = max((c.score for c in pool), default=1.0) or 1.0
         self._gain = lam * np.array([c.score for c in pool], dtype=np.float32) / top
         self._penalty = np.zeros(len(pool), dtype=np.float32)

@@ -11,9 +11,10 @@ answer turn that shares no words with the question is still found.
 A session is a run of one scope's episodic candidates with no gap longer than
 ``context_max_gap_seconds`` between consecutive ones. Each episode's ``session``
 component is the best base relevance of the *other* episodes of its session over
-the best among all candidates: a turn of the conversation that the question is about
-gains, even when its own words differ from the question's; a lone episode gains
-nothing, so it never outranks a constraint just for being an episode.
+the best base relevance among all episodic candidates: a turn of the
+conversation that the question is about gains, even when its own words differ
+from the question's; a lone episode gains nothing, so it never outranks a
+constraint just for being an episode.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ from datetime import datetime
 import numpy as np
 from numpy.typing import NDArray
 
-from engram import blas
 from engram.config import Budget, Config
 from engram.embed import Embedder
 from engram.errors import EngramError
@@ -195,14 +194,13 @@ def run(
     """Execute every stage in order and return the result with its trace."""
     state = _State(request, store, embedder, config, counter, Trace(new_id()))
     started = time.perf_counter()
-    with blas.one_thread():
-        for name, stage in STAGES:
-            size_in = len(state.candidates)
-            t0 = time.perf_counter()
-            stage(state)
-            ms = (time.perf_counter() - t0) * 1000
-            state.trace.stages.append(StageReport(name, size_in, len(state.candidates), ms))
-            if state.mode == Mode.NONE and name == "plan":
-                break
+    for name, stage in STAGES:
+        size_in = len(state.candidates)
+        t0 = time.perf_counter()
+        stage(state)
+        ms = (time.perf_counter() - t0) * 1000
+        state.trace.stages.append(StageReport(name, size_in, len(state.candidates), ms))
+        if state.mode == Mode.NONE and name == "plan":
+            break
     state.trace.total_ms = (time.perf_counter() - started) * 1000
     return _finish(state)

@@ -51,13 +51,16 @@ def _types(config: Config, mode: Mode) -> tuple[str, ...]:
 
 
 def _period(query: str, now: datetime, slack_days: float) -> tuple[datetime, datetime] | None:
-    """The time a query names (the first full date, else the first month and year),
-    widened by ``slack_days`` on each side; None when it names none."""
+    """The time a query names, widened by ``slack_days`` on each side; None when it
+    names none. A full date ("7 July 2023", "July 7th, 2023") is preferred to a
+    month and year ("in May 2023"); an impossible date ("31 February 2023") falls
+    back to its month, and one at the edge of the calendar to nothing."""
     for pattern, day, month, year in _DATES:
         found = pattern.search(query)
         if found is None:
             continue
         m, y = _MONTHS.index(found.group(month).lower()) + 1, int(found.group(year))
+        slack = timedelta(days=slack_days)
         try:
             if day:
                 start = datetime(y, m, int(found.group(day)), tzinfo=now.tzinfo)
@@ -65,10 +68,9 @@ def _period(query: str, now: datetime, slack_days: float) -> tuple[datetime, dat
             else:
                 start = datetime(y, m, 1, tzinfo=now.tzinfo)
                 end = datetime(y + m // 12, m % 12 + 1, 1, tzinfo=now.tzinfo)
-        except ValueError:  # 31 February and the like
+            return start - slack, end + slack
+        except (ValueError, OverflowError):  # 31 February; the years 1 and 9999
             continue
-        slack = timedelta(days=slack_days)
-        return start - slack, end + slack
     return None
 
 

@@ -157,12 +157,19 @@ def lexical(
     ``prefilter``: an owner-column condition inside MATCH), then the full visibility
     and status filter.
 
-    The caller deepens ``depth`` until ``limit`` rows survive or FTS runs out.
-    ``CROSS JOIN`` keeps FTS as the outer loop. The owner column has weight 0.
+    The caller deepens ``depth`` until ``limit`` rows survive or FTS runs out; the
+    third column, the number of FTS matches counted up to ``depth + 1``, says
+    whether it did. ``CROSS JOIN`` keeps FTS as the outer loop. The owner column
+    has weight 0.
     """
     cond, params = vis.sql()
+    matches = (
+        "(SELECT count(*) FROM (SELECT 1 FROM records_fts WHERE records_fts MATCH :match"
+        " LIMIT :depth + 1))"
+    )
     sql = (
-        "SELECT r.id, f.score FROM (SELECT rowid AS rid, bm25(records_fts, 1.0, 0.0) AS score"
+        f"SELECT r.id, f.score, {matches} AS matches FROM (SELECT rowid AS rid,"
+        " bm25(records_fts, 1.0, 0.0) AS score"
         " FROM records_fts WHERE records_fts MATCH :match ORDER BY score LIMIT :depth) f"
         f" CROSS JOIN records r ON r.rowid = f.rid WHERE {cond} AND {_STATUS}"
         " ORDER BY f.score LIMIT :limit"

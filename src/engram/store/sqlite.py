@@ -8,11 +8,14 @@ every statement with its parameters, which lets tests pin what each call emits.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 from numpy.typing import NDArray
@@ -55,6 +58,21 @@ _UPDATE = (
 _VECTOR_MODEL_KEY = "vector_model"
 
 
+class _Reader:
+    """Holds one thread's read connection; collecting it closes the connection."""
+
+    __slots__ = ("__weakref__", "conn")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+
+def _is_plain_file(path: str) -> bool:
+    """True for a database file a second connection can open by path (not
+    ``:memory:``, not a private temporary database, not a URI)."""
+    return path not in ("", ":memory:") and not path.startswith("file:")
+
+
 class SQLiteStore:
     """System of record on SQLite with derived FTS5 and vector indexes."""
 
@@ -66,9 +84,10 @@ class SQLiteStore:
         self._depth = 0
         self._owner: int | None = None  # the thread with an open transaction
         self._local = threading.local()
-        self._readers: list[sqlite3.Connection] = []
+        self._readers: weakref.WeakSet[_Reader] = weakref.WeakSet()
         self._readers_lock = threading.Lock()  # not the store lock: a writer holds that
-        self._pooled = self.config.read_connections and path != ":memory:"
+        self._pooled = self.config.read_connections and _is_plain_file(path)
+        self._reader_uri = f"file:{quote(os.path.abspath(path))}?mode=rw" if self._pooled else ""
         self._cache = PartitionCache(self.config.vector_cache_rows)
         self._scan_policy = ScanPolicy(self.config.scan_threads(), self.config.vector_parallel_rows)
         try:
@@ -139,19 +158,29 @@ class SQLiteStore:
         """
         if not self._pooled or self._owner == threading.get_ident():
             return None
-        reader: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if reader is None:
-            try:
-                reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-                reader.row_factory = sqlite3.Row
-                reader.execute(f"PRAGMA busy_timeout = {int(self.config.busy_timeout_ms)}")
-                reader.execute("PRAGMA query_only = ON")
-            except sqlite3.Error as exc:
-                raise StoreError(f"cannot open a read connection to {self.path!r}: {exc}") from exc
-            with self._readers_lock:
-                self._readers.append(reader)
-            self._local.conn = reader
-        return reader
+        holder: _Reader | None = getattr(self._local, "reader", None)
+        if holder is None:
+            holder = self._open_reader()
+            self._local.reader = holder
+        return holder.conn
+
+    def _open_reader(self) -> _Reader:
+        """A read-only connection to the same file (by absolute path, never creating
+        one), closed when its thread ends and its holder is collected."""
+        try:
+            conn = sqlite3.connect(
+                self._reader_uri, uri=True, isolation_level=None, check_same_thread=False
+            )
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {int(self.config.busy_timeout_ms)}")
+            conn.execute("PRAGMA query_only = ON")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open a read connection to {self.path!r}: {exc}") from exc
+        holder = _Reader(conn)
+        weakref.finalize(holder, conn.close)
+        with self._readers_lock:
+            self._readers.add(holder)
+        return holder
 
     def _records(self, query: queries.Query) -> list[Record]:
         return [record_from_values(row) for row in self._rows(query)]
@@ -201,8 +230,8 @@ class SQLiteStore:
         with self._lock, self._readers_lock:
             self._cache.clear()
             self._pooled = False
-            for reader in self._readers:
-                reader.close()
+            for holder in list(self._readers):
+                holder.conn.close()
             self._readers.clear()
             self._conn.close()
 
@@ -273,12 +302,23 @@ class SQLiteStore:
         prefilter: bool,
     ) -> list[tuple[str, float]]:  # fmt: skip
         """The best ``limit`` visible matches of ``match``, deepening the FTS pass until
-        enough survive the predicate or FTS runs out."""
+        enough survive the predicate or the caller's matches run out.
+
+        Without the owner pre-filter the FTS pass ranks every owner's documents:
+        its result is complete when enough rows survive or when FTS had no more
+        than ``depth`` matches at all. Otherwise (others' matches filled the
+        window, or nothing survived to say how many there were) the pre-filtered
+        pass runs, whose depth test counts only the caller's matches.
+        """
         if match is None:
             return []
         depth = 4 * limit
+        if not prefilter:
+            rows = self._rows(queries.lexical(vis, match, statuses, limit, depth, False))
+            if len(rows) >= limit or (rows and rows[0][2] <= depth):
+                return [(row[0], -float(row[1])) for row in rows]
         while True:
-            rows = self._rows(queries.lexical(vis, match, statuses, limit, depth, prefilter))
+            rows = self._rows(queries.lexical(vis, match, statuses, limit, depth, True))
             if len(rows) >= limit or self._fts_count(vis, match, depth) <= depth:
                 return [(row[0], -float(row[1])) for row in rows]
             depth *= 8
@@ -314,7 +354,7 @@ class SQLiteStore:
     ) -> list[Record]:  # fmt: skip
         """Candidate query: records observed just before and after each anchor in its
         scope (one statement for all anchors), oldest first."""
-        if not anchors:
+        if not anchors or per_side <= 0:
             return []
         points = [(a.scope, to_micros(a.observed_at) or 0) for a in anchors]
         return self._records(queries.neighbors(vis, points, types, statuses, gap_us, per_side))
