@@ -131,8 +131,17 @@ def _run_channels(plan: Plan, src: Sources, config: RecallConfig, trace: Trace) 
 
 _WORKERS: list[ThreadPoolExecutor] = []
 _WORKERS_LOCK = threading.Lock()
-# A forked child inherits the pool but not its threads: it must build its own.
-os.register_at_fork(after_in_child=_WORKERS.clear)
+
+
+def _after_fork_in_child() -> None:
+    """A forked child inherits the pool but not its threads, and the lock in whatever
+    state the forking thread saw: it gets a fresh lock and builds its own pool."""
+    global _WORKERS_LOCK
+    _WORKERS_LOCK = threading.Lock()
+    _WORKERS.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _worker() -> ThreadPoolExecutor:

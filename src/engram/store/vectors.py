@@ -136,8 +136,17 @@ class ScanPolicy:
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
-# A forked child inherits the pools but not their threads: it must build its own.
-os.register_at_fork(after_in_child=_POOLS.clear)
+
+
+def _after_fork_in_child() -> None:
+    """A forked child inherits the pools but not their threads, and the lock in
+    whatever state the forking thread saw: it gets a fresh lock and its own pools."""
+    global _POOLS_LOCK
+    _POOLS_LOCK = threading.Lock()
+    _POOLS.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _executor(threads: int) -> ThreadPoolExecutor:
