@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
 from engram import Context, Engram
-from engram.config import Config
+from engram.config import Config, StoreConfig
 from engram.scope import resolve
 from engram.store.predicate import Visibility
 
@@ -17,9 +16,7 @@ ALL = ("active", "superseded", "expired")
 def test_a_document_with_every_term_comes_first_when_common_terms_are_pruned(
     open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context
 ) -> None:
-    base = Config()
-    config = dataclasses.replace(base, store=dataclasses.replace(base.store, fts_term_cap=5))
-    mem = open_mem(f"sqlite:///{tmp_path}/p.db", config=config)
+    mem = open_mem(f"sqlite:///{tmp_path}/p.db", config=Config(store=StoreConfig(fts_term_cap=5)))
     teams = ["search", "billing", "payments", "identity", "analytics", "platform"]
     items = [{"content": f"Per Grace, Grace joined the {team} team in {month} {year}",
               "type": "fact"}
@@ -42,10 +39,7 @@ def test_a_dominant_caller_still_finds_matches_that_others_outrank(
 ) -> None:
     """Without the owner pre-filter, other users' better-ranked matches can fill the
     FTS window; the caller's own matches must still come back."""
-    base = Config()
-    config = dataclasses.replace(
-        base, store=dataclasses.replace(base.store, fts_prefilter_below_share=0.5)
-    )
+    config = Config(store=StoreConfig(fts_prefilter_below_share=0.5))
     mem = open_mem(f"sqlite:///{tmp_path}/d.db", config=config)
     alice = Context(tenant_id="acme", user_id="alice", agent_id="coder")
     bob = Context(tenant_id="acme", user_id="bob", agent_id="coder")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import multiprocessing
 import threading
 from collections.abc import Callable
@@ -13,7 +12,7 @@ from typing import Any
 import pytest
 
 from engram import Context, Engram, FrozenClock
-from engram.config import Config
+from engram.config import Config, RecallConfig
 from engram.recall.model import RecallResult
 
 
@@ -27,9 +26,8 @@ def _world(mem: Engram, ctx: Context) -> None:
 def test_overlapped_and_sequential_channels_agree(
     open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context
 ) -> None:
-    base = Config()
-    seq = dataclasses.replace(base, recall=dataclasses.replace(base.recall, overlap_vector=False))
-    a = open_mem(f"sqlite:///{tmp_path}/a.db", config=base)
+    seq = Config(recall=RecallConfig(overlap_vector=False))
+    a = open_mem(f"sqlite:///{tmp_path}/a.db", config=Config())
     b = open_mem(f"sqlite:///{tmp_path}/b.db", config=seq)
     _world(a, ctx)
     _world(b, ctx)
@@ -93,8 +91,7 @@ def test_a_forked_child_can_recall_after_the_parent_did(
 def test_a_context_window_of_zero_adds_no_neighbours_and_no_error(
     open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context
 ) -> None:
-    base = Config()
-    config = dataclasses.replace(base, recall=dataclasses.replace(base.recall, context_window=0))
+    config = Config(recall=RecallConfig(context_window=0))
     mem = open_mem(f"sqlite:///{tmp_path}/w.db", config=config)
     _world(mem, ctx)
     result = mem.recall(ctx, "why did the build of service 3 fail")
