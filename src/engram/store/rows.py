@@ -8,7 +8,7 @@ compact and ordered. "No user" and "any agent" are stored as the empty string
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,7 +16,7 @@ from engram.store.predicate import NO_AGENT, NO_USER, owner_token
 from engram.types import Authority, Record, Retention, Sensitivity, Source, SourceKind, Status, Tier
 
 __all__ = [
-    "COLUMNS", "from_micros", "record_from_row", "record_from_values", "record_to_row", "to_micros",
+    "COLUMNS", "from_micros", "record_from_values", "record_to_row", "to_micros",
 ]  # fmt: skip
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -98,10 +98,6 @@ _TIERS, _AUTHORITIES, _STATUSES = _lookup(Tier), _lookup(Authority), _lookup(Sta
 _SENSITIVITIES, _RETENTIONS, _KINDS = _lookup(Sensitivity), _lookup(Retention), _lookup(SourceKind)
 
 
-def _time(value: int | None) -> datetime | None:
-    return None if value is None else _EPOCH + timedelta(microseconds=value)
-
-
 def record_from_values(v: Sequence[Any]) -> Record:
     """A ``Record`` from a row whose first values are ``COLUMNS``, in that order.
 
@@ -117,17 +113,12 @@ def record_from_values(v: Sequence[Any]) -> Record:
         content=v[9], content_hash=v[10], authority=_AUTHORITIES[v[11]], confidence=v[12],
         source=source,
         observed_at=_EPOCH + timedelta(microseconds=v[16]),
-        valid_from=_time(v[17]), valid_to=_time(v[18]),
+        valid_from=from_micros(v[17]), valid_to=from_micros(v[18]),
         created_at=_EPOCH + timedelta(microseconds=v[19]),
         updated_at=_EPOCH + timedelta(microseconds=v[20]),
         status=_STATUSES[v[21]], version=v[22], supersedes=v[23], superseded_by=v[24],
         contested_with=v[25], sensitivity=_SENSITIVITIES[v[26]], purpose=v[27],
-        consent_basis=v[28], retention=_RETENTIONS[v[29]], expires_at=_time(v[30]),
-        importance=v[31], access_count=v[32], last_accessed_at=_time(v[33]),
+        consent_basis=v[28], retention=_RETENTIONS[v[29]], expires_at=from_micros(v[30]),
+        importance=v[31], access_count=v[32], last_accessed_at=from_micros(v[33]),
         private=bool(v[34]), embedding_model=v[35],
     )  # fmt: skip
-
-
-def record_from_row(row: Mapping[str, Any]) -> Record:
-    """A ``Record`` from a mapping holding at least ``COLUMNS``."""
-    return record_from_values([row[name] for name in COLUMNS])
