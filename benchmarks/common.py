@@ -95,22 +95,28 @@ def ratio(value: float, baseline: float) -> float | None:
 
 
 @dataclass
-class TimedEmbedder:
-    """Wraps an embedder and adds up the seconds spent in ``embed``."""
+class _Wrapped:
+    """An embedder that stands for ``inner``: same model id, same dimension."""
 
     inner: Embedder
-    seconds: float = 0.0
-    texts: int = 0
 
     @property
     def model_id(self) -> str:
-        """The wrapped model's id."""
+        """The wrapped model's id (vectors are that model's)."""
         return self.inner.model_id
 
     @property
     def dimension(self) -> int:
         """The wrapped model's dimension."""
         return self.inner.dimension
+
+
+@dataclass
+class TimedEmbedder(_Wrapped):
+    """Wraps an embedder and adds up the seconds spent in ``embed``."""
+
+    seconds: float = 0.0
+    texts: int = 0
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embed through the wrapped model, timing it."""
@@ -123,26 +129,15 @@ class TimedEmbedder:
 
 
 @dataclass
-class PrecomputedEmbedder:
+class PrecomputedEmbedder(_Wrapped):
     """Serves vectors computed beforehand; embeds anything else with ``inner``.
 
     Used to keep query embedding out of a timed recall (``recall.py``) and to
     reuse cached build vectors of the local model; ``misses`` counts real embeds.
     """
 
-    inner: Embedder
     known: dict[str, NDArray[np.float32]] = field(default_factory=dict)
     misses: int = 0
-
-    @property
-    def model_id(self) -> str:
-        """The wrapped model's id (vectors are that model's)."""
-        return self.inner.model_id
-
-    @property
-    def dimension(self) -> int:
-        """The wrapped model's dimension."""
-        return self.inner.dimension
 
     def add(self, texts: Sequence[str], vectors: NDArray[np.float32]) -> None:
         """Remember ``vectors`` (one row per text)."""
