@@ -28,6 +28,7 @@ from engram import (
     IncompleteIdentity,
     InvalidArgument,
     NotFound,
+    Record,
     Status,
     Turn,
 )
@@ -352,14 +353,20 @@ def test_observe_refuses_an_incomplete_context_even_without_proposals(
         mem.close()
 
 
+def _kernel_store() -> tuple[Engram, Context, Record]:
+    """A store whose term cap is 5, with one 'kernel' memory of the caller (t1/u1/a1)."""
+    mem = Engram.open("sqlite://:memory:", embedder="hashing",
+                      config=Config(store=StoreConfig(fts_term_cap=5)))  # fmt: skip
+    me = Context(tenant_id="t1", user_id="u1", agent_id="a1")
+    mine = mem.remember(me, "kernel note one").record
+    assert mine is not None
+    return mem, me, mine
+
+
 @pytest.mark.parametrize("crowd_agent", ["a2", "a1"], ids=["invisible-crowd", "visible-crowd"])
 def test_lexical_finds_visible_matches_of_a_common_term(crowd_agent: str) -> None:
-    config = Config(store=StoreConfig(fts_term_cap=5))
-    mem = Engram.open("sqlite://:memory:", embedder="hashing", config=config)
+    mem, me, mine = _kernel_store()
     try:
-        me = Context(tenant_id="t1", user_id="u1", agent_id="a1")
-        mine = mem.remember(me, "kernel note one").record
-        assert mine is not None
         crowd = Context(tenant_id="t1", user_id="u1", agent_id=crowd_agent)
         mem.remember_many(crowd, [{"content": f"kernel thing {i}"} for i in range(6)])
         vis = Visibility.of(resolve(me))
@@ -378,12 +385,8 @@ def test_lexical_finds_visible_matches_of_a_common_term(crowd_agent: str) -> Non
     "the caller's one visible match is never returned",
 )
 def test_lexical_term_pruning_ignores_records_the_caller_cannot_see() -> None:
-    config = Config(store=StoreConfig(fts_term_cap=5))
-    mem = Engram.open("sqlite://:memory:", embedder="hashing", config=config)
+    mem, me, mine = _kernel_store()
     try:
-        me = Context(tenant_id="t1", user_id="u1", agent_id="a1")
-        mine = mem.remember(me, "kernel note one").record
-        assert mine is not None
         hidden = Context(tenant_id="t1", user_id="u1", agent_id="a2")
         crowd = [f"kernel thing {i}" for i in range(6)] + ["scheduler x", "latency y"]
         mem.remember_many(hidden, [{"content": text} for text in crowd])
