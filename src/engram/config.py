@@ -220,21 +220,26 @@ class RecallConfig:
 @dataclass(frozen=True, slots=True)
 class StoreConfig:
     """Storage knobs: SQLite timeouts, the in-memory vector cache size, the document
-    count above which a query term is too common to be worth a BM25 pass, and the
+    count above which a query term is too common to be worth a BM25 pass (a query
+    left with only such terms ranks its newest ``fts_rank_window`` matches), and the
     share of the index below which BM25 pre-filters by owner inside the MATCH (the
     pre-filter walks the caller's whole doclist: a large win for a small partition,
     a loss when the caller owns most of the index; the full predicate applies to
     every result either way). ``read_connections`` gives each thread of a file
     store its own read connection (WAL readers do not wait for each other or for
-    a writer)."""
+    a writer). A vector scan of at least ``vector_estimate_rows`` visible rows
+    shortlists candidates from int8 codes and rescores them exactly (0: always
+    scan float32 rows)."""
 
     busy_timeout_ms: int = 5000
     vector_cache_rows: int = 2_000_000
     fts_term_cap: int = 2000
+    fts_rank_window: int = 2000
     fts_prefilter_below_share: float = 0.5
     read_connections: bool = True
     vector_scan_threads: int = 0
     vector_parallel_rows: int = 32_768
+    vector_estimate_rows: int = 16_384
 
     def scan_threads(self) -> int:
         """Threads for one large exact scan: ``vector_scan_threads``, or when 0 the

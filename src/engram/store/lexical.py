@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
-    "KEEP_TERMS", "STOPWORDS", "match_all", "match_expression", "prune_common", "quote", "terms",
+    "STOPWORDS", "match_all", "match_expression", "prune_common", "quote", "rank_window", "terms",
 ]  # fmt: skip
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -60,6 +60,18 @@ def prune_common(counts: dict[str, int], cap: int, keep: int = KEEP_TERMS) -> li
     if len(rare) >= min(keep, len(present)):
         return rare
     return sorted(present, key=lambda word: present[word])[:keep]
+
+
+def rank_window(counts: dict[str, int], kept: list[str], cap: int, window: int) -> int | None:
+    """How many matches of an OR over ``kept`` BM25 ranks, newest first.
+
+    None (every match) when all kept terms are rare: their doclists bound the cost.
+    When pruning had to keep a common term (fewer than ``KEEP_TERMS`` rare ones),
+    the query is unselective: it ranks the rare terms' matches plus ``window``.
+    """
+    if all(counts.get(word, cap + 1) <= cap for word in kept):
+        return None
+    return window + sum(count for word in kept if (count := counts.get(word, 0)) <= cap)
 
 
 def match_all(words: list[str]) -> str | None:

@@ -151,7 +151,7 @@ def keyed(vis: Visibility, types: Sequence[str], statuses: Sequence[str], limit:
 
 def lexical(
     vis: Visibility, match: str, statuses: Sequence[str], limit: int, depth: int,
-    prefilter: bool = True,
+    prefilter: bool = True, window: int | None = None,
 ) -> Query:  # fmt: skip
     """BM25 over FTS5: the best ``depth`` matches (in the caller's partitions when
     ``prefilter``: an owner-column condition inside MATCH), then the full visibility
@@ -159,24 +159,46 @@ def lexical(
 
     The caller deepens ``depth`` until ``limit`` rows survive or FTS runs out; the
     third column, the number of FTS matches counted up to ``depth + 1``, says
-    whether it did. ``CROSS JOIN`` keeps FTS as the outer loop. The owner column
-    has weight 0.
+    whether it did. With a ``window``, BM25 ranks only the newest ``window``
+    matches (FTS5 scores every match it ranks, so an unselective query would
+    otherwise cost time in proportion to its doclists). ``CROSS JOIN`` keeps FTS
+    as the outer loop. The owner column has weight 0.
     """
     cond, params = vis.sql()
     matches = (
         "(SELECT count(*) FROM (SELECT 1 FROM records_fts WHERE records_fts MATCH :match"
         " LIMIT :depth + 1))"
     )
+    ranked = (
+        "SELECT rowid AS rid, bm25(records_fts, 1.0, 0.0) AS score"
+        " FROM records_fts WHERE records_fts MATCH :match"
+    )
+    if window is not None:
+        ranked = f"SELECT rid, score FROM ({ranked} ORDER BY rowid DESC LIMIT :window)"
     sql = (
-        f"SELECT r.id, f.score, {matches} AS matches FROM (SELECT rowid AS rid,"
-        " bm25(records_fts, 1.0, 0.0) AS score"
-        " FROM records_fts WHERE records_fts MATCH :match ORDER BY score LIMIT :depth) f"
+        f"SELECT r.id, f.score, {matches} AS matches FROM ({ranked}"
+        " ORDER BY score LIMIT :depth) f"
         f" CROSS JOIN records r ON r.rowid = f.rid WHERE {cond} AND {_STATUS}"
         " ORDER BY f.score LIMIT :limit"
     )
     full_match = f"{vis.fts_owner_match()} AND {match}" if prefilter else match
     extra = {"match": full_match, "statuses": _json(statuses), "limit": limit, "depth": depth}
+    if window is not None:
+        extra["window"] = max(window, depth)
     return sql, {**params, **extra}
+
+
+def term_counts(vis: Visibility, matches: Sequence[str], cap: int) -> Query:
+    """One row: for each of ``matches``, its FTS matches in the caller's partitions
+    (owner column inside MATCH), counted up to ``cap + 1``."""
+    owner = vis.fts_owner_match()
+    arms = ", ".join(
+        f"(SELECT count(*) FROM (SELECT 1 FROM records_fts WHERE records_fts MATCH :m{i}"
+        " LIMIT :cap + 1))"
+        for i in range(len(matches))
+    )
+    params: dict[str, object] = {f"m{i}": f"{owner} AND {m}" for i, m in enumerate(matches)}
+    return f"SELECT {arms}", {**params, "cap": cap}
 
 
 def recent(vis: Visibility, statuses: Sequence[str], limit: int) -> Query:

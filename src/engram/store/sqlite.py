@@ -24,14 +24,20 @@ from engram.config import StoreConfig
 from engram.errors import IndexMismatch, MigrationError, StoreError
 from engram.store import queries
 from engram.store.audit import GENESIS, AuditEntry, AuditReport, entry_hash, verify_chain
-from engram.store.lexical import KEEP_TERMS, match_all, match_expression, prune_common, terms
+from engram.store.lexical import (
+    match_all,
+    match_expression,
+    prune_common,
+    rank_window,
+    terms,
+)
 from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
 from engram.store.rows import COLUMNS, record_from_values, record_to_row, to_micros
 from engram.store.schema import MIGRATIONS
 from engram.store.vectors import (
-    IdLookup,
     Partition,
     PartitionCache,
+    Scan,
     ScanPolicy,
     VectorRow,
     partitions_for,
@@ -89,7 +95,11 @@ class SQLiteStore:
         self._pooled = self.config.read_connections and _is_plain_file(path)
         self._reader_uri = f"file:{quote(os.path.abspath(path))}?mode=rw" if self._pooled else ""
         self._cache = PartitionCache(self.config.vector_cache_rows)
-        self._scan_policy = ScanPolicy(self.config.scan_threads(), self.config.vector_parallel_rows)
+        self._scan_policy = ScanPolicy(
+            self.config.scan_threads(),
+            self.config.vector_parallel_rows,
+            self.config.vector_estimate_rows,
+        )
         try:
             self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
@@ -278,28 +288,37 @@ class SQLiteStore:
         Terms matching more than ``fts_term_cap`` documents are dropped from the OR
         query (long doclists, low IDF). When that happens, the documents holding
         *every* term come first (an AND query is cheap: FTS5 intersects doclists),
-        so pruning never loses an exact match to the rarer terms' best matches.
+        so pruning never loses an exact match to the rarer terms' best matches. A
+        query left with only common terms ranks a bounded window of its newest
+        matches (``fts_rank_window``; ``rank_window``).
         """
         words = terms(text)
         if not words:
             return []
-        cap = self.config.fts_term_cap
-        kept = present = words
-        if len(words) > KEEP_TERMS:  # pruning always keeps this many: no need to count
-            counts = {w: self._fts_count(vis, match_expression([w]) or "", cap) for w in words}
-            present = [w for w in words if counts[w] > 0]
-            kept = prune_common(counts, cap)
+        cap, window = self.config.fts_term_cap, self.config.fts_rank_window
+        counts = self._term_counts(vis, words, cap)
+        present = [w for w in words if counts[w] > 0]
+        if not present:  # counts cover the caller's partitions: nothing visible matches
+            return []
+        kept = prune_common(counts, cap)
         prefilter = self._index_share(vis) < self.config.fts_prefilter_below_share
-        hits = self._bm25(vis, match_expression(kept), statuses, limit, prefilter)
+        hits = self._bm25(
+            vis, match_expression(kept), statuses, limit, prefilter,
+            rank_window(counts, kept, cap, window),
+        )  # fmt: skip
         if len(kept) < len(present):
-            every = self._bm25(vis, match_all(present), statuses, limit, prefilter)
+            rarest = min(counts[w] for w in present)
+            every = self._bm25(
+                vis, match_all(present), statuses, limit, prefilter,
+                None if rarest <= cap else window,
+            )  # fmt: skip
             seen = {i for i, _ in every}
             hits = (every + [h for h in hits if h[0] not in seen])[:limit]
         return hits
 
     def _bm25(
         self, vis: Visibility, match: str | None, statuses: Sequence[str], limit: int,
-        prefilter: bool,
+        prefilter: bool, window: int | None = None,
     ) -> list[tuple[str, float]]:  # fmt: skip
         """The best ``limit`` visible matches of ``match``, deepening the FTS pass until
         enough survive the predicate or the caller's matches run out.
@@ -308,17 +327,19 @@ class SQLiteStore:
         its result is complete when enough rows survive or when FTS had no more
         than ``depth`` matches at all. Otherwise (others' matches filled the
         window, or nothing survived to say how many there were) the pre-filtered
-        pass runs, whose depth test counts only the caller's matches.
+        pass runs, whose depth test counts only the caller's matches. A ``window``
+        grows with ``depth``, so deepening still reaches every match.
         """
         if match is None:
             return []
         depth = 4 * limit
         if not prefilter:
-            rows = self._rows(queries.lexical(vis, match, statuses, limit, depth, False))
+            sql = queries.lexical(vis, match, statuses, limit, depth, False, window)
+            rows = self._rows(sql)
             if len(rows) >= limit or (rows and rows[0][2] <= depth):
                 return [(row[0], -float(row[1])) for row in rows]
         while True:
-            rows = self._rows(queries.lexical(vis, match, statuses, limit, depth, True))
+            rows = self._rows(queries.lexical(vis, match, statuses, limit, depth, True, window))
             if len(rows) >= limit or self._fts_count(vis, match, depth) <= depth:
                 return [(row[0], -float(row[1])) for row in rows]
             depth *= 8
@@ -329,6 +350,12 @@ class SQLiteStore:
         rows = self._rows(("SELECT rows FROM index_totals WHERE name = 'vectors'", {}))
         total = int(rows[0][0]) if rows else 0
         return own / total if total > 0 else 0.0
+
+    def _term_counts(self, vis: Visibility, words: Sequence[str], cap: int) -> dict[str, int]:
+        """Each word's matches in the caller's partitions, up to ``cap + 1``."""
+        matches = [match_expression([word]) or "" for word in words]
+        row = self._rows(queries.term_counts(vis, matches, cap))
+        return {word: int(count) for word, count in zip(words, row[0], strict=True)}
 
     def _fts_count(self, vis: Visibility, match: str, cap: int) -> int:
         """Matches of ``match`` in the caller's partitions, counted up to ``cap + 1``."""
@@ -376,13 +403,13 @@ class SQLiteStore:
         Raises ``IndexMismatch`` when stored vectors come from another model.
         """
         self.check_vector_model(model)
-        ids, scores = self._scan(vis, np.ascontiguousarray(query, dtype=np.float32), model)
-        wanted = limit
+        scan = self._scan(vis, np.ascontiguousarray(query, dtype=np.float32), model)
+        total, wanted = scan.scores.size, limit
         while True:
-            ranked = top_k(ids, scores, min(len(scores), max(2 * wanted, wanted + 8)))
+            ranked = top_k(scan, min(total, max(2 * wanted, wanted + 8)))
             alive = self._with_status(vis, [i for i, _ in ranked], statuses)
             hits = [(i, s) for i, s in ranked if i in alive]
-            if len(hits) >= limit or len(ranked) >= len(scores):
+            if len(hits) >= limit or len(ranked) >= total:
                 return hits[:limit]
             wanted *= 4
 
@@ -395,16 +422,18 @@ class SQLiteStore:
 
     def _scan(
         self, vis: Visibility, query: NDArray[np.float32], model: str
-    ) -> tuple[IdLookup, NDArray[np.float32]]:
+    ) -> Scan:
         counters = self._partition_counters(vis)
         parts: list[tuple[Partition, NDArray[np.intp]]] = []
         scores: list[NDArray[np.float32]] = []
+        estimated = False
         for subject in partitions_for(vis):
             part = self._partition(subject, model, query.shape[0], counters)
-            rows, part_scores = part.search(vis, query, self._scan_policy)
+            rows, part_scores, part_estimated = part.search(vis, query, self._scan_policy)
             parts.append((part, rows))
             scores.append(part_scores.astype(np.float32, copy=False))
-        return IdLookup(parts), np.concatenate(scores)
+            estimated = estimated or part_estimated
+        return Scan(parts, np.concatenate(scores), query, estimated)
 
     def _partition_counters(self, vis: Visibility) -> dict[str, tuple[int, int]]:
         cond, params = vis.partition.partition_sql("p")

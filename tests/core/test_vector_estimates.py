@@ -1,0 +1,140 @@
+"""Int8 shortlists change nothing a caller sees: same ids, exact scores, same scope."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engram import Context, Engram
+from engram.config import Config, StoreConfig
+from engram.scope import resolve
+from engram.store import quantize
+from engram.store.predicate import Visibility
+from engram.store.vectors import Partition, Scan, ScanPolicy, best_positions, top_k
+
+ALL = ("active", "superseded", "expired")
+
+
+def test_codes_reconstruct_rows_within_half_a_step() -> None:
+    rng = np.random.default_rng(1)
+    rows = rng.standard_normal((50, 32)).astype(np.float32)
+    rows[3] = 0.0
+    codes, scales = quantize.encode(rows)
+    assert codes.dtype == np.int8
+    assert scales[3] == 1.0
+    assert not codes[3].any()
+    error = np.abs(codes * scales[:, None] - rows)
+    assert (error <= scales[:, None] / 2 + 1e-6).all()
+
+
+def test_estimates_track_exact_scores() -> None:
+    rng = np.random.default_rng(2)
+    rows = rng.standard_normal((400, 64)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    query = rows[7] + 0.1 * rng.standard_normal(64).astype(np.float32)
+    codes, scales = quantize.encode(rows)
+    estimates = quantize.estimate(codes, scales, query)
+    np.testing.assert_allclose(estimates, rows @ query, atol=0.02)
+    assert quantize.estimate(codes[:0], scales[:0], query).shape == (0,)
+
+
+@pytest.mark.parametrize("n", [10, 20_000, 100_000])
+@pytest.mark.parametrize("m", [1, 24, 300])
+def test_best_positions_are_the_top_scores(n: int, m: int) -> None:
+    rng = np.random.default_rng(n + m)
+    scores = rng.standard_normal(n).astype(np.float32)
+    got = best_positions(scores, m)
+    assert got.size == min(m, n) == len(set(got.tolist()))
+    assert np.sort(scores[got])[::-1].tolist() == np.sort(scores)[::-1][: min(m, n)].tolist()
+
+
+def test_best_positions_with_heavy_ties_falls_back_correctly() -> None:
+    scores = np.zeros(50_000, dtype=np.float32)
+    scores[[5, 70, 49_999]] = [3.0, 2.0, 1.0]
+    got = best_positions(scores, 10)
+    assert got.size == 10
+    assert {5, 70, 49_999} <= set(got.tolist())
+
+
+def _partition(rows: np.ndarray, users: list[str]) -> Partition:
+    part = Partition(dimension=rows.shape[1])
+    part.append([(i + 1, f"r{i}", users[i], "user", "", rows[i].tobytes())
+                 for i in range(len(rows))])  # fmt: skip
+    return part
+
+
+def test_an_estimated_scan_ranks_by_exact_scores() -> None:
+    rng = np.random.default_rng(3)
+    rows = rng.standard_normal((3000, 48)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    part = _partition(rows, ["u1"] * 3000)
+    vis = Visibility("t", "u1", "", (None, None, None, None))
+    query = rows[11] + 0.2 * rng.standard_normal(48).astype(np.float32)
+    exact_rows, exact_scores, estimated = part.search(vis, query, ScanPolicy())
+    assert not estimated
+    est_rows, est_scores, estimated = part.search(vis, query, ScanPolicy(estimate_rows=1))
+    assert estimated
+    assert not np.array_equal(est_scores, exact_scores)  # really estimates
+    want = top_k(Scan([(part, exact_rows)], exact_scores, query), 20)
+    got = top_k(Scan([(part, est_rows)], est_scores, query, estimated=True), 20)
+    assert [i for i, _ in got] == [i for i, _ in want]
+    np.testing.assert_allclose([s for _, s in got], [s for _, s in want], rtol=1e-6)
+
+
+def test_visible_rows_follow_the_caller_and_appends() -> None:
+    rows = np.eye(4, dtype=np.float32)
+    part = _partition(rows[:3], ["u1", "u2", "u1"])
+    u1 = Visibility("t", "u1", "", (None, None, None, None))
+    u2 = Visibility("t", "u2", "", (None, None, None, None))
+    assert part.visible_rows(u1).tolist() == [0, 2]
+    assert part.visible_rows(u2).tolist() == [1]
+    part.append([(9, "r3", "u1", "user", "", rows[3].tobytes())])
+    assert part.visible_rows(u1).tolist() == [0, 2, 3]
+
+
+@pytest.fixture
+def stores(
+    open_mem: Callable[..., Engram], tmp_path: Path
+) -> tuple[Engram, Engram, Context, Context]:
+    url = f"sqlite:///{tmp_path}/v.db"
+    exact = open_mem(url, config=Config(store=StoreConfig(vector_estimate_rows=0)))
+    estimated = open_mem(url, config=Config(store=StoreConfig(vector_estimate_rows=1)))
+    alice = Context(tenant_id="acme", user_id="alice", agent_id="coder")
+    bob = Context(tenant_id="acme", user_id="bob", agent_id="coder")
+    rng = np.random.default_rng(4)
+    words = [f"w{i}" for i in range(300)]
+    for who in (alice, bob):
+        exact.remember_many(who, [
+            {"content": " ".join(rng.choice(words, 6, replace=False)), "type": "fact"}
+            for _ in range(400)])  # fmt: skip
+    return exact, estimated, alice, bob
+
+
+def test_store_vector_search_is_the_same_with_estimates(
+    stores: tuple[Engram, Engram, Context, Context],
+) -> None:
+    exact, estimated, alice, bob = stores
+    model = exact.embedder.model_id
+    for who in (alice, bob):
+        vis = Visibility.of(resolve(who))
+        for text in ("w1 w2 w3", "w10 w200 w77 w5", "w299"):
+            query = exact.embedder.embed([text])[0]
+            want = exact.store.vector(vis, query, model, ALL, 15)
+            got = estimated.store.vector(vis, query, model, ALL, 15)
+            assert [i for i, _ in got] == [i for i, _ in want]
+            np.testing.assert_allclose([s for _, s in got], [s for _, s in want], rtol=1e-6)
+            assert {estimated.get(who, i).user_id for i, _ in got} == {who.user_id}
+
+
+def test_without_the_int8_kernels_the_scan_is_exact(
+    stores: tuple[Engram, Engram, Context, Context], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, estimated, alice, _ = stores
+    monkeypatch.setattr(quantize, "available", lambda: False)
+    assert not ScanPolicy(estimate_rows=1).estimates(10)
+    vis = Visibility.of(resolve(alice))
+    query = estimated.embedder.embed(["w1 w2"])[0]
+    assert estimated.store.vector(vis, query, estimated.embedder.model_id, ALL, 5)
