@@ -11,7 +11,7 @@ recalled once each, after a few warm-up calls, and this reports:
 - a baseline in the same process: bare semantic retrieval of the same number of
   items (``store.vector`` top ``max_items`` + ``store.fetch``, the least a memory
   service does), and the ratio of recall to it;
-- the serial read path (channels one after another, a one-thread scan) on a
+- the serial read path (channels one after another, a one-thread float32 scan) on a
   second instance over the same file, each query run through both instances in
   alternating order, so neither profits from caches the other warmed.
 
@@ -260,13 +260,13 @@ def measure(
 
 def open_serial(url: str, embedder: Embedder) -> Engram:
     """A second instance on the same file with the serial read path: channels one
-    after another and the exact scan on one thread (``overlap_vector=False``,
-    ``vector_scan_threads=1``)."""
+    after another and the exact float32 scan on one thread (``overlapped_channels``
+    empty, ``vector_estimate_rows=0``, ``vector_scan_threads=1``)."""
     base = Config()
     config = dataclasses.replace(
         base,
-        recall=dataclasses.replace(base.recall, overlap_vector=False),
-        store=dataclasses.replace(base.store, vector_scan_threads=1),
+        recall=dataclasses.replace(base.recall, overlapped_channels=frozenset()),
+        store=dataclasses.replace(base.store, vector_scan_threads=1, vector_estimate_rows=0),
     )
     return Engram.open(url, embedder=embedder, config=config)
 

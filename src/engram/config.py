@@ -166,7 +166,7 @@ class RecallConfig:
     ``relevance_floor`` applies to an item's relevance (the best of semantic,
     lexical and structural evidence) before top-k; ``floors`` overrides it for
     embedding models whose model id starts with a given prefix.
-    ``overlap_vector`` runs the vector channel beside the SQL channels.
+    ``overlapped_channels`` run on worker threads beside the other channels.
     ``speaker_pattern`` finds the speaker label that opens a conversational memory
     ("Melanie: ..."); ``period_slack_days`` widens a period the query names (a
     date, or a month and year) on each side.
@@ -178,7 +178,7 @@ class RecallConfig:
     lexical_limit: int = 60
     vector_limit: int = 60
     working_limit: int = 20
-    overlap_vector: bool = True
+    overlapped_channels: frozenset[str] = frozenset({"vector"})
     rrf_k: int = 60
     relevance_floor: float = 0.30
     floors: Mapping[str, float] = field(default_factory=lambda: _frozen(_FLOORS))

@@ -1,4 +1,5 @@
-"""Int8 shortlists change nothing a caller sees: same ids, exact scores, same scope."""
+"""Int8 shortlists change nothing a caller sees: same ids, exact scores, same scope;
+the SIMD kernels agree with numpy."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engram import Context, Engram
+from engram import Context, Engram, kernels
 from engram.config import Config, StoreConfig
 from engram.scope import resolve
 from engram.store import quantize
@@ -138,3 +139,41 @@ def test_without_the_int8_kernels_the_scan_is_exact(
     vis = Visibility.of(resolve(alice))
     query = estimated.embedder.embed(["w1 w2"])[0]
     assert estimated.store.vector(vis, query, estimated.embedder.model_id, ALL, 5)
+
+
+@pytest.mark.parametrize("shape", [(0, 8, 5), (1, 8, 1), (40, 384, 37)])
+def test_pairwise_dots_match_einsum_with_and_without_simd(shape: tuple[int, int, int]) -> None:
+    rows, dim, cols = shape
+    rng = np.random.default_rng(rows + cols)
+    a = rng.standard_normal((rows, dim)).astype(np.float32)
+    b = rng.standard_normal((cols, dim)).astype(np.float32)
+    want = a @ b.T
+    for simd in (True, False):
+        got = kernels.pairwise_dots(a, b, simd=simd)
+        assert got.dtype == np.float32
+        assert got.shape == (rows, cols)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_vectors_of_from_memory_equal_the_stored_ones_and_stay_scoped(
+    stores: tuple[Engram, Engram, Context, Context],
+) -> None:
+    warm, cold, alice, bob = stores
+    model = warm.embedder.model_id
+    a_vis, b_vis = Visibility.of(resolve(alice)), Visibility.of(resolve(bob))
+    query = warm.embedder.embed(["w1 w2"])[0]
+    ids = [i for i, _ in warm.store.vector(a_vis, query, model, ALL, 30)]
+    ids += [i for i, _ in warm.store.vector(b_vis, query, model, ALL, 30)] + ["missing"]
+    assert warm.store._cached_vectors(a_vis, ids, model) is not None  # partitions are warm
+    for vis in (a_vis, b_vis):
+        got = warm.store.vectors_of(vis, ids, model)
+        want = cold.store.vectors_of(vis, ids, model)  # nothing cached there: SQLite
+        assert sorted(got) == sorted(want)
+        assert len(got) == 30
+        for record_id, vector in got.items():
+            np.testing.assert_array_equal(vector, want[record_id])
+    record = warm.remember(alice, "w1 w2 brand new", type="fact").record
+    assert record is not None
+    added = record.id
+    assert warm.store._cached_vectors(a_vis, [added], model) is None  # stale: SQLite answers
+    assert list(warm.store.vectors_of(a_vis, [added], model)) == [added]

@@ -1,4 +1,4 @@
-"""The vector channel may run beside the SQL channels; results do not change."""
+"""Channels may run on worker threads beside the others; results do not change."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def _world(mem: Engram, ctx: Context) -> None:
 def test_overlapped_and_sequential_channels_agree(
     open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context
 ) -> None:
-    seq = Config(recall=RecallConfig(overlap_vector=False))
+    seq = Config(recall=RecallConfig(overlapped_channels=frozenset()))
     a = open_mem(f"sqlite:///{tmp_path}/a.db", config=Config())
     b = open_mem(f"sqlite:///{tmp_path}/b.db", config=seq)
     _world(a, ctx)

@@ -17,6 +17,7 @@ import numpy as np
 
 from engram.config import Budget, Config
 from engram.errors import InvalidArgument
+from engram.kernels import pairwise_dots
 from engram.recall.model import Candidate
 
 __all__ = ["ApproxTokenCounter", "TokenCounter", "select", "validate_budget"]
@@ -68,9 +69,7 @@ class _Diversity:
         for i, cand in enumerate(pool):
             if cand.vector is not None:
                 matrix[i] = cand.vector
-        # einsum, not BLAS: OpenBLAS would spread this small product over every
-        # core, and its spinning workers cost more than the product (see dedup).
-        self._sims = np.einsum("ik,jk->ij", matrix, matrix)
+        self._sims = pairwise_dots(matrix, matrix)  # no BLAS threads (see ``kernels``)
         top = max((c.score for c in pool), default=1.0) or 1.0
         self._gain = lam * np.array([c.score for c in pool], dtype=np.float32) / top
         self._penalty = np.zeros(len(pool), dtype=np.float32)

@@ -13,7 +13,8 @@ Channels (all under the scope predicate, inside the storage query):
 A channel that fails is reported in the trace and the others still answer (the
 pipeline turns that into status ``partial``). Each candidate keeps the channels
 that found it, its rank and raw score in each, and its fused RRF score. The
-vector channel may run on a worker thread beside the others (``overlap_vector``).
+vector and lexical channels may run on worker threads beside the others
+(``overlapped_channels``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,21 +112,22 @@ def _run_channel(
 
 
 def _run_channels(plan: Plan, src: Sources, config: RecallConfig, trace: Trace) -> dict[str, Hits]:
-    """Every channel of the plan. With ``overlap_vector`` the vector channel runs on a
-    worker thread while the others query SQLite: its exact scan is numpy work that
-    releases the GIL, so the two overlap on separate cores. Not inside an open
-    transaction: the worker would not see the transaction's own writes (and on a
-    single-connection store it would wait for the lock the caller holds)."""
+    """Every channel of the plan. The ``overlapped_channels`` run on worker threads
+    while the others run here: the vector scan is numpy work and SQLite steps
+    release the GIL, and a file store gives each thread its own read connection,
+    so they overlap on separate cores. Not inside an open transaction: a worker
+    would not see the transaction's own writes (and on a single-connection store
+    it would wait for the lock the caller holds)."""
     reports = {name: ChannelReport(name) for name in plan.limits}
     trace.channels.update(reports)
-    pending: Future[Hits] | None = None
-    overlap = config.overlap_vector and not src.store.in_transaction
-    if overlap and "vector" in plan.limits and len(plan.limits) > 1:
-        pending = _worker().submit(_run_channel, "vector", plan, src, config, reports["vector"])
+    overlapped: list[str] = []
+    if not src.store.in_transaction and len(plan.limits) > 1:
+        overlapped = [name for name in plan.limits if name in config.overlapped_channels]
+    pending = {name: _worker().submit(_run_channel, name, plan, src, config, reports[name])
+               for name in overlapped}  # fmt: skip
     hits = {name: _run_channel(name, plan, src, config, reports[name])
-            for name in plan.limits if not (pending and name == "vector")}  # fmt: skip
-    if pending is not None:
-        hits["vector"] = pending.result()
+            for name in plan.limits if name not in pending}  # fmt: skip
+    hits.update((name, future.result()) for name, future in pending.items())
     return {name: hits[name] for name in plan.limits}
 
 
@@ -145,7 +147,7 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _worker() -> ThreadPoolExecutor:
-    """The process-wide pool that runs vector channels beside the SQL channels."""
+    """The process-wide pool that runs overlapped channels beside the others."""
     with _WORKERS_LOCK:
         if not _WORKERS:
             cores = os.cpu_count() or 1

@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engram.config import RecallConfig
+from engram.kernels import pairwise_dots
 from engram.recall.model import Candidate
 from engram.recall.trace import Trace
 from engram.scope import scope_kind
@@ -96,9 +97,7 @@ def _near_duplicates(
                for m in (c.id, *c.merged_from) if m in vectors]  # fmt: skip
     owner = [i for i, _ in members]
     queries = np.stack([ordered[i].vector for i in rows])  # type: ignore[misc]
-    # einsum, not BLAS: OpenBLAS spread this ~150 x 384 product over both cores and
-    # its spinning workers turned 0.2 ms into 10 ms at p95 on a busy machine.
-    sims = np.einsum("ik,jk->ij", queries, np.stack([v for _, v in members]))
+    sims = pairwise_dots(queries, np.stack([v for _, v in members]))  # no BLAS threads
     close = sims >= config.near_duplicate_cosine
     close &= np.array(owner)[None, :] < np.array(rows)[:, None]  # only stronger groups
     merged: set[int] = set()

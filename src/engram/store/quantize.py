@@ -13,31 +13,19 @@ is false and the store scans float32 rows only.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from numpy.typing import NDArray
 
+from engram import kernels
+
 __all__ = ["available", "encode", "estimate"]
-
-
-
-def _load_kernels() -> Any:
-    try:
-        import simsimd
-    except ImportError:  # pragma: no cover - the store then scans float32 only
-        return None
-    return simsimd
-
-
-_KERNELS: Any = _load_kernels()
 
 _LEVELS = 127.0
 
 
 def available() -> bool:
     """True when the int8 kernels are installed."""
-    return _KERNELS is not None
+    return kernels.available()
 
 
 def encode(
@@ -66,7 +54,7 @@ def estimate(
         return estimates
     query_codes, query_scale = encode(query.reshape(1, -1))
     out = estimates.reshape(1, -1)  # a view: the kernel writes into ``estimates``
-    _KERNELS.cdist(query_codes, codes, metric="dot", threads=max(1, threads), out=out)
+    kernels.kernels().cdist(query_codes, codes, metric="dot", threads=max(1, threads), out=out)
     estimates *= scales
     estimates *= query_scale[0]
     return estimates

@@ -467,9 +467,13 @@ class SQLiteStore:
     def vectors_of(
         self, vis: Visibility, ids: Sequence[str], model: str
     ) -> dict[str, NDArray[np.float32]]:
-        """Stored vectors of visible records among ``ids`` (for dedup, MMR, semantic)."""
+        """Stored vectors of visible records among ``ids`` (for dedup, MMR, semantic):
+        from the in-memory partitions when they are current, else from SQLite."""
         if not ids:
             return {}
+        cached = self._cached_vectors(vis, ids, model)
+        if cached is not None:
+            return cached
         cond, params = vis.sql()
         part, part_params = vis.partition.partition_sql("v")
         sql = (
@@ -480,6 +484,22 @@ class SQLiteStore:
         params = {**params, **part_params}
         rows = self._rows((sql, {**params, "ids": json.dumps(list(ids)), "model": model}))
         return {row[0]: np.frombuffer(row[1], dtype=np.float32) for row in rows}
+
+    def _cached_vectors(
+        self, vis: Visibility, ids: Sequence[str], model: str
+    ) -> dict[str, NDArray[np.float32]] | None:
+        """``vectors_of`` from current cached partitions; None if one is missing or stale."""
+        counters = self._partition_counters(vis)
+        found: dict[str, NDArray[np.float32]] = {}
+        for subject in partitions_for(vis):
+            state = counters.get(subject.user_id, (0, 0))
+            part = self._cache.current(subject, model, state)
+            if part is None:
+                if state != (0, 0):
+                    return None
+                continue  # an empty partition holds nothing
+            found.update(part.vectors_of(vis, ids))
+        return found
 
     # -- write side (call inside ``transaction``) --------------------------------
 

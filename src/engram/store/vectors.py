@@ -58,7 +58,8 @@ class Partition:
     agents: NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
     codes: NDArray[np.int8] = field(default_factory=lambda: np.zeros((0, 0), np.int8))
     scales: NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, np.float32))
-    _visible: tuple[Visibility, int, NDArray[np.intp]] | None = None
+    rows_by_id: dict[str, int] = field(default_factory=dict)
+    _visible: tuple[Visibility, int, NDArray[np.bool_], NDArray[np.intp]] | None = None
 
     def __post_init__(self) -> None:
         self.matrix = np.zeros((0, self.dimension), dtype=np.float32)
@@ -84,6 +85,7 @@ class Partition:
         self.scopes[start:needed] = [self._code(row[3]) for row in rows]
         self.agents[start:needed] = [self._code(row[4]) for row in rows]
         self.ids.extend(row[1] for row in rows)
+        self.rows_by_id.update((row[1], start + i) for i, row in enumerate(rows))
         self.size = needed
         self.max_seq = rows[-1][0]
 
@@ -94,17 +96,31 @@ class Partition:
             grown[: self.size] = old[: self.size]
             setattr(self, name, grown)
 
-    def visible_rows(self, vis: Visibility) -> NDArray[np.intp]:
-        """Row numbers ``vis`` may read. The last answer is kept: one caller's
-        recalls ask again until the partition changes (an append changes ``size``;
-        a delete replaces the partition)."""
+    def visible(self, vis: Visibility) -> tuple[NDArray[np.bool_], NDArray[np.intp]]:
+        """The mask of rows ``vis`` may read, and their row numbers. The last answer
+        is kept: one caller's recalls ask again until the partition changes (an
+        append changes ``size``; a delete replaces the partition)."""
         n, kept = self.size, self._visible
         if kept is not None and kept[0] == vis and kept[1] == n:
-            return kept[2]
+            return kept[2], kept[3]
         mask = vis.row_mask(self.vocab, self.users[:n], self.scopes[:n], self.agents[:n])
         rows = np.flatnonzero(mask)
-        self._visible = (vis, n, rows)
-        return rows
+        self._visible = (vis, n, mask, rows)
+        return mask, rows
+
+    def visible_rows(self, vis: Visibility) -> NDArray[np.intp]:
+        """Row numbers ``vis`` may read."""
+        return self.visible(vis)[1]
+
+    def vectors_of(self, vis: Visibility, ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
+        """The rows of ``ids`` held here that ``vis`` may read (read-only views)."""
+        mask = self.visible(vis)[0]
+        found = {}
+        for record_id in ids:
+            row = self.rows_by_id.get(record_id)
+            if row is not None and mask[row]:
+                found[record_id] = self.matrix[row]
+        return found
 
     def search(
         self, vis: Visibility, query: NDArray[np.float32], scan: ScanPolicy | None = None
@@ -310,6 +326,16 @@ class PartitionCache:
             self._parts.move_to_end(key)
             self._evict()
             return part
+
+    def current(
+        self, subject: Subject, model: str, counters: tuple[int, int]
+    ) -> Partition | None:
+        """The cached partition if it matches ``counters``; None rather than loading."""
+        with self._lock:
+            part = self._parts.get((subject.tenant_id, subject.user_id, model))
+        if part is None or (part.inserts, part.deletes) != counters:
+            return None
+        return part
 
     def _evict(self) -> None:
         total = sum(part.size for part in self._parts.values())
