@@ -4,7 +4,9 @@ The ``records`` table is the truth. ``records_fts`` (FTS5, external content) and
 ``vectors`` are derived and kept in step by triggers, and ``engram index rebuild``
 regenerates both. ``partition_state`` counts vector changes per (tenant, user) so
 in-memory vector partitions know when to refresh, and ``index_totals`` counts all
-vectors, so a caller's share of the index is two key lookups. ``audit`` is append-only:
+vectors, so a caller's share of the index is two key lookups, and every change
+to the lexical index (``fts_changes``; removals also in ``fts_deletes``), so
+cached term counts know when they are stale. ``audit`` is append-only:
 triggers refuse updates and deletes.
 """
 
@@ -171,6 +173,19 @@ CREATE TRIGGER vectors_total_delete AFTER DELETE ON vectors BEGIN
 END;
 """
 
+_FTS_CHANGES = """
+INSERT INTO index_totals VALUES ('fts_changes', 0), ('fts_deletes', 0);
+CREATE TRIGGER fts_changes_insert AFTER INSERT ON records BEGIN
+    UPDATE index_totals SET rows = rows + 1 WHERE name = 'fts_changes';
+END;
+CREATE TRIGGER fts_changes_delete AFTER DELETE ON records BEGIN
+    UPDATE index_totals SET rows = rows + 1 WHERE name IN ('fts_changes', 'fts_deletes');
+END;
+CREATE TRIGGER fts_changes_update AFTER UPDATE OF content, fts_owner ON records BEGIN
+    UPDATE index_totals SET rows = rows + 1 WHERE name IN ('fts_changes', 'fts_deletes');
+END;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_meta", _META),
     ("0002_records", _RECORDS),
@@ -180,4 +195,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0006_traces", _TRACES),
     ("0007_keyed_index", _KEYED),
     ("0008_index_totals", _TOTALS),
+    ("0009_fts_changes", _FTS_CHANGES),
 )

@@ -34,6 +34,7 @@ from engram.store.lexical import (
 from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
 from engram.store.rows import COLUMNS, record_from_values, record_to_row, to_micros
 from engram.store.schema import MIGRATIONS
+from engram.store.term_counts import IndexVersion, TermCountCache
 from engram.store.vectors import (
     Partition,
     PartitionCache,
@@ -79,6 +80,13 @@ def _is_plain_file(path: str) -> bool:
     return path not in ("", ":memory:") and not path.startswith("file:")
 
 
+def _share(counters: Mapping[str, tuple[int, int]], totals: Mapping[str, int]) -> float:
+    """The share of all indexed vectors in the caller's partitions (0 when empty)."""
+    own = sum(inserts - deletes for inserts, deletes in counters.values())
+    total = totals.get("vectors", 0)
+    return own / total if total > 0 else 0.0
+
+
 class SQLiteStore:
     """System of record on SQLite with derived FTS5 and vector indexes."""
 
@@ -95,6 +103,7 @@ class SQLiteStore:
         self._pooled = self.config.read_connections and _is_plain_file(path)
         self._reader_uri = f"file:{quote(os.path.abspath(path))}?mode=rw" if self._pooled else ""
         self._cache = PartitionCache(self.config.vector_cache_rows)
+        self._term_cache = TermCountCache(self.config.term_count_cache)
         self._scan_policy = ScanPolicy(
             self.config.scan_threads(),
             self.config.vector_parallel_rows,
@@ -231,6 +240,7 @@ class SQLiteStore:
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
             self._cache.clear()
+            self._term_cache.clear()
         else:
             self._conn.execute(f"ROLLBACK TO SAVEPOINT sp{depth}")
             self._conn.execute(f"RELEASE SAVEPOINT sp{depth}")
@@ -239,6 +249,7 @@ class SQLiteStore:
         """Close the connections; the store is unusable afterwards."""
         with self._lock, self._readers_lock:
             self._cache.clear()
+            self._term_cache.clear()
             self._pooled = False
             for holder in list(self._readers):
                 holder.conn.close()
@@ -296,12 +307,14 @@ class SQLiteStore:
         if not words:
             return []
         cap, window = self.config.fts_term_cap, self.config.fts_rank_window
-        counts = self._term_counts(vis, words, cap)
+        counters = self._partition_counters(vis)
+        totals = self._index_totals()
+        counts = self._term_counts(vis, words, cap, totals)
         present = [w for w in words if counts[w] > 0]
         if not present:  # counts cover the caller's partitions: nothing visible matches
             return []
         kept = prune_common(counts, cap)
-        prefilter = self._index_share(vis) < self.config.fts_prefilter_below_share
+        prefilter = _share(counters, totals) < self.config.fts_prefilter_below_share
         hits = self._bm25(
             vis, match_expression(kept), statuses, limit, prefilter,
             rank_window(counts, kept, cap, window),
@@ -346,16 +359,33 @@ class SQLiteStore:
 
     def _index_share(self, vis: Visibility) -> float:
         """The share of all indexed vectors in the caller's partitions (0 when empty)."""
-        own = sum(i - d for i, d in self._partition_counters(vis).values())
-        rows = self._rows(("SELECT rows FROM index_totals WHERE name = 'vectors'", {}))
-        total = int(rows[0][0]) if rows else 0
-        return own / total if total > 0 else 0.0
+        return _share(self._partition_counters(vis), self._index_totals())
 
-    def _term_counts(self, vis: Visibility, words: Sequence[str], cap: int) -> dict[str, int]:
-        """Each word's matches in the caller's partitions, up to ``cap + 1``."""
-        matches = [match_expression([word]) or "" for word in words]
-        row = self._rows(queries.term_counts(vis, matches, cap))
-        return {word: int(count) for word, count in zip(words, row[0], strict=True)}
+    def _index_totals(self) -> dict[str, int]:
+        """The ``index_totals`` counters: all vectors, and changes to the lexical index."""
+        rows = self._rows(("SELECT name, rows FROM index_totals", {}))
+        return {row[0]: int(row[1]) for row in rows}
+
+    def _term_counts(
+        self, vis: Visibility, words: Sequence[str], cap: int, totals: Mapping[str, int]
+    ) -> dict[str, int]:
+        """Each word's matches in the caller's partitions, up to ``cap + 1``: from the
+        term-count cache where still valid, else counted (in one statement)."""
+        if not words:
+            return {}
+        owner = (vis.tenant_id, vis.user_id)
+        now = IndexVersion(totals.get("fts_changes", 0), totals.get("fts_deletes", 0))
+        cacheable = self._owner != threading.get_ident()  # not inside this thread's write
+        counts = self._term_cache.known(owner, words, now, cap) if cacheable else {}
+        missing = [word for word in words if word not in counts]
+        if missing:
+            matches = [match_expression([word]) or "" for word in missing]
+            row = self._rows(queries.term_counts(vis, matches, cap))[0]
+            fresh = {word: int(count) for word, count in zip(missing, row, strict=True)}
+            if cacheable:
+                self._term_cache.remember(owner, fresh, now)
+            counts.update(fresh)
+        return {word: counts[word] for word in words}
 
     def _fts_count(self, vis: Visibility, match: str, cap: int) -> int:
         """Matches of ``match`` in the caller's partitions, counted up to ``cap + 1``."""
@@ -571,8 +601,9 @@ class SQLiteStore:
         return self._run(f"DELETE FROM traces AS t WHERE {cond}", params).rowcount
 
     def forget_partition(self, subject: Subject) -> None:
-        """Drop a subject's in-memory vectors immediately."""
+        """Drop a subject's in-memory vectors and cached term counts immediately."""
         self._cache.drop_subject(subject.tenant_id, subject.user_id)
+        self._term_cache.drop_tenant(subject.tenant_id)
 
     def touch(self, vis: Visibility, ids: Sequence[str], now_us: int) -> None:
         """Count one access of each visible record in ``ids``."""
