@@ -112,22 +112,29 @@ def _run_channel(
 
 
 def _run_channels(plan: Plan, src: Sources, config: RecallConfig, trace: Trace) -> dict[str, Hits]:
-    """Every channel of the plan. The ``overlapped_channels`` run on worker threads
-    while the others run here: the vector scan is numpy work and SQLite steps
-    release the GIL, and a file store gives each thread its own read connection,
-    so they overlap on separate cores. Not inside an open transaction: a worker
-    would not see the transaction's own writes (and on a single-connection store
-    it would wait for the lock the caller holds)."""
+    """Every channel of the plan. The ``overlapped_channels`` run one after another
+    on a worker thread while the others run here: the vector scan is numpy and
+    SIMD work and SQLite steps release the GIL, and a file store gives each
+    thread its own read connection, so the two threads overlap on separate
+    cores (one worker, not one per channel: on two cores a third busy thread
+    only slows the other two). Not inside an open transaction: the worker would
+    not see the transaction's own writes (and on a single-connection store it
+    would wait for the lock the caller holds)."""
     reports = {name: ChannelReport(name) for name in plan.limits}
     trace.channels.update(reports)
     overlapped: list[str] = []
     if not src.store.in_transaction and len(plan.limits) > 1:
         overlapped = [name for name in plan.limits if name in config.overlapped_channels]
-    pending = {name: _worker().submit(_run_channel, name, plan, src, config, reports[name])
-               for name in overlapped}  # fmt: skip
+        overlapped = overlapped if len(overlapped) < len(plan.limits) else overlapped[1:]
+
+    def run_overlapped() -> dict[str, Hits]:
+        return {name: _run_channel(name, plan, src, config, reports[name]) for name in overlapped}
+
+    pending = _worker().submit(run_overlapped) if overlapped else None
     hits = {name: _run_channel(name, plan, src, config, reports[name])
-            for name in plan.limits if name not in pending}  # fmt: skip
-    hits.update((name, future.result()) for name, future in pending.items())
+            for name in plan.limits if name not in overlapped}  # fmt: skip
+    if pending is not None:
+        hits.update(pending.result())
     return {name: hits[name] for name in plan.limits}
 
 

@@ -52,8 +52,10 @@ _SUFFIX = re.compile(r"(ing|edly|ed|ies|es|s|ly)$")
 _LN2 = math.log(2.0)
 
 
+@functools.lru_cache(maxsize=65_536)
 def stem(word: str) -> str:
-    """A deliberately light stemmer, applied to both sides of the lexical overlap."""
+    """A deliberately light stemmer, applied to both sides of the lexical overlap
+    (cached per word: a vocabulary is far smaller than the texts built from it)."""
     if len(word) <= 4:
         return word
     return _SUFFIX.sub("", word) or word

@@ -158,17 +158,16 @@ def lexical(
     and status filter.
 
     The caller deepens ``depth`` until ``limit`` rows survive or FTS runs out; the
-    third column, the number of FTS matches counted up to ``depth + 1``, says
-    whether it did. With a ``window``, BM25 ranks only the newest ``window``
-    matches (FTS5 scores every match it ranks, so an unselective query would
-    otherwise cost time in proportion to its doclists). ``CROSS JOIN`` keeps FTS
-    as the outer loop. The owner column has weight 0.
+    third column, how many matches FTS ranked (at most ``depth``, counted over the
+    ranked rows, so the MATCH is not walked twice), says whether it did: fewer
+    than ``depth`` means every match was ranked. So that the count comes back
+    when nothing survives, there is always one row; its id is NULL then. With a
+    ``window``, BM25 ranks only the newest ``window`` matches (FTS5 scores every
+    match it ranks, so an unselective query would otherwise cost time in
+    proportion to its doclists).
+    ``CROSS JOIN`` keeps FTS as the outer loop. The owner column has weight 0.
     """
     cond, params = vis.sql()
-    matches = (
-        "(SELECT count(*) FROM (SELECT 1 FROM records_fts WHERE records_fts MATCH :match"
-        " LIMIT :depth + 1))"
-    )
     ranked = (
         "SELECT rowid AS rid, bm25(records_fts, 1.0, 0.0) AS score"
         " FROM records_fts WHERE records_fts MATCH :match"
@@ -176,10 +175,12 @@ def lexical(
     if window is not None:
         ranked = f"SELECT rid, score FROM ({ranked} ORDER BY rowid DESC LIMIT :window)"
     sql = (
-        f"SELECT r.id, f.score, {matches} AS matches FROM ({ranked}"
-        " ORDER BY score LIMIT :depth) f"
+        f"WITH f AS MATERIALIZED ({ranked} ORDER BY score LIMIT :depth),"
+        " hits AS (SELECT r.id AS id, f.score AS score FROM f"
         f" CROSS JOIN records r ON r.rowid = f.rid WHERE {cond} AND {_STATUS}"
-        " ORDER BY f.score LIMIT :limit"
+        " ORDER BY f.score LIMIT :limit)"
+        " SELECT hits.id, hits.score, (SELECT count(*) FROM f) FROM (SELECT 1)"
+        " LEFT JOIN hits ORDER BY hits.score"
     )
     full_match = f"{vis.fts_owner_match()} AND {match}" if prefilter else match
     extra = {"match": full_match, "statuses": _json(statuses), "limit": limit, "depth": depth}

@@ -337,8 +337,8 @@ class SQLiteStore:
         enough survive the predicate or the caller's matches run out.
 
         Without the owner pre-filter the FTS pass ranks every owner's documents:
-        its result is complete when enough rows survive or when FTS had no more
-        than ``depth`` matches at all. Otherwise (others' matches filled the
+        its result is complete when enough rows survive or when FTS ranked fewer
+        than ``depth`` matches (it ran out). Otherwise (others' matches filled the
         window, or nothing survived to say how many there were) the pre-filtered
         pass runs, whose depth test counts only the caller's matches. A ``window``
         grows with ``depth``, so deepening still reaches every match.
@@ -347,15 +347,24 @@ class SQLiteStore:
             return []
         depth = 4 * limit
         if not prefilter:
-            sql = queries.lexical(vis, match, statuses, limit, depth, False, window)
-            rows = self._rows(sql)
-            if len(rows) >= limit or (rows and rows[0][2] <= depth):
-                return [(row[0], -float(row[1])) for row in rows]
+            hits, ranked = self._ranked(vis, match, statuses, limit, depth, False, window)
+            if len(hits) >= limit or ranked < depth:
+                return hits
         while True:
-            rows = self._rows(queries.lexical(vis, match, statuses, limit, depth, True, window))
-            if len(rows) >= limit or self._fts_count(vis, match, depth) <= depth:
-                return [(row[0], -float(row[1])) for row in rows]
+            hits, ranked = self._ranked(vis, match, statuses, limit, depth, True, window)
+            if len(hits) >= limit or ranked < depth or self._fts_count(vis, match, depth) <= depth:
+                return hits
             depth *= 8
+
+    def _ranked(
+        self, vis: Visibility, match: str, statuses: Sequence[str], limit: int, depth: int,
+        prefilter: bool, window: int | None,
+    ) -> tuple[list[tuple[str, float]], int]:  # fmt: skip
+        """One ``queries.lexical`` pass: (id, score) best first, and how many matches
+        FTS ranked."""
+        rows = self._rows(queries.lexical(vis, match, statuses, limit, depth, prefilter, window))
+        hits = [(row[0], -float(row[1])) for row in rows if row[0] is not None]
+        return hits, int(rows[0][2]) if rows else 0
 
     def _index_share(self, vis: Visibility) -> float:
         """The share of all indexed vectors in the caller's partitions (0 when empty)."""
