@@ -31,19 +31,12 @@ from engram.store.lexical import (
     rank_window,
     terms,
 )
+from engram.store.partitions import PartitionCache, partitions_for
 from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
 from engram.store.rows import COLUMNS, record_from_values, record_to_row, to_micros
 from engram.store.schema import MIGRATIONS
 from engram.store.term_counts import IndexVersion, TermCountCache
-from engram.store.vectors import (
-    Partition,
-    PartitionCache,
-    Scan,
-    ScanPolicy,
-    VectorRow,
-    partitions_for,
-    top_k,
-)
+from engram.store.vectors import Partition, Scan, ScanPolicy, VectorRow, top_k
 from engram.types import Record
 
 __all__ = ["SQLiteStore", "Tracer"]
@@ -102,7 +95,7 @@ class SQLiteStore:
         self._readers_lock = threading.Lock()  # not the store lock: a writer holds that
         self._pooled = self.config.read_connections and _is_plain_file(path)
         self._reader_uri = f"file:{quote(os.path.abspath(path))}?mode=rw" if self._pooled else ""
-        self._cache = PartitionCache(self.config.vector_cache_rows)
+        self._cache: PartitionCache[Partition] = PartitionCache(self.config.vector_cache_rows)
         self._term_cache = TermCountCache(self.config.term_count_cache)
         self._scan_policy = ScanPolicy(
             self.config.scan_threads(),
@@ -495,7 +488,11 @@ class SQLiteStore:
             return [(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
 
         state = counters.get(subject.user_id, (0, 0))
-        return self._cache.get(subject, model, dim, state, load)
+        return self._cache.get(
+            (subject.tenant_id, subject.user_id, model), state,
+            lambda: Partition(dimension=dim), lambda after: load(subject, after),
+            lambda part: part.dimension == dim,
+        )  # fmt: skip
 
     def keyed(
         self, vis: Visibility, types: Sequence[str], statuses: Sequence[str], limit: int
@@ -532,7 +529,7 @@ class SQLiteStore:
         found: dict[str, NDArray[np.float32]] = {}
         for subject in partitions_for(vis):
             state = counters.get(subject.user_id, (0, 0))
-            part = self._cache.current(subject, model, state)
+            part = self._cache.current((subject.tenant_id, subject.user_id, model), state)
             if part is None:
                 if state != (0, 0):
                     return None

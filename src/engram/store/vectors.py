@@ -18,8 +18,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -27,94 +26,69 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engram.store import quantize
-from engram.store.predicate import NO_USER, Subject, Visibility
+from engram.store.columns import OwnerColumns
+from engram.store.predicate import Visibility
 
-__all__ = [
-    "Partition", "PartitionCache", "Scan", "ScanPolicy", "VectorRow", "partitions_for", "top_k",
-]  # fmt: skip
+__all__ = ["Partition", "Scan", "ScanPolicy", "VectorRow", "top_k"]
 
 VectorRow = tuple[int, str, str, str, str, bytes]  # seq, id, user, scope, agent, blob
-Loader = Callable[[Subject, int], list[VectorRow]]
 
 
-@dataclass
 class Partition:
-    """The vectors of one (tenant, user) partition, with the columns the mask needs.
+    """The vectors of one (tenant, user) partition: float32 rows, their int8 codes,
+    and the owner columns the visibility mask needs (``OwnerColumns``)."""
 
-    String columns are held as int32 codes (``vocab``) so the visibility mask is a
-    few vectorised integer comparisons.
-    """
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+        self.inserts = 0
+        self.deletes = 0
+        self.cursor = 0  # the last ``vectors.seq`` appended
+        self.owners = OwnerColumns()
+        self.matrix = np.zeros((0, dimension), dtype=np.float32)
+        self.codes = np.zeros((0, dimension), dtype=np.int8)
+        self.scales = np.zeros(0, dtype=np.float32)
+        self.rows_by_id: dict[str, int] = {}
 
-    dimension: int
-    inserts: int = 0
-    deletes: int = 0
-    max_seq: int = 0
-    size: int = 0
-    ids: list[str] = field(default_factory=list)
-    vocab: dict[str, int] = field(default_factory=dict)
-    matrix: NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), np.float32))
-    users: NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
-    scopes: NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
-    agents: NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
-    codes: NDArray[np.int8] = field(default_factory=lambda: np.zeros((0, 0), np.int8))
-    scales: NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, np.float32))
-    rows_by_id: dict[str, int] = field(default_factory=dict)
-    _visible: tuple[Visibility, int, NDArray[np.bool_], NDArray[np.intp]] | None = None
+    @property
+    def size(self) -> int:
+        """Rows held."""
+        return self.owners.size
 
-    def __post_init__(self) -> None:
-        self.matrix = np.zeros((0, self.dimension), dtype=np.float32)
-        self.codes = np.zeros((0, self.dimension), dtype=np.int8)
-
-    def _code(self, value: str) -> int:
-        return self.vocab.setdefault(value, len(self.vocab))
+    @property
+    def ids(self) -> list[str]:
+        """Record ids by row."""
+        return self.owners.ids
 
     def append(self, rows: Sequence[VectorRow]) -> None:
         """Add rows (already ordered by seq), growing buffers geometrically."""
         if not rows:
             return
-        needed = self.size + len(rows)
+        start, needed = self.size, self.size + len(rows)
         if needed > self.matrix.shape[0]:
             self._grow(max(needed, 2 * self.matrix.shape[0], 64))
-        start = self.size
         block = np.frombuffer(b"".join(row[5] for row in rows), dtype=np.float32)
         self.matrix[start:needed] = block.reshape(len(rows), self.dimension)
         self.codes[start:needed], self.scales[start:needed] = quantize.encode(
             self.matrix[start:needed]
         )
-        self.users[start:needed] = [self._code(row[2]) for row in rows]
-        self.scopes[start:needed] = [self._code(row[3]) for row in rows]
-        self.agents[start:needed] = [self._code(row[4]) for row in rows]
-        self.ids.extend(row[1] for row in rows)
+        self.owners.append([(row[1], row[2], row[3], row[4]) for row in rows])
         self.rows_by_id.update((row[1], start + i) for i, row in enumerate(rows))
-        self.size = needed
-        self.max_seq = rows[-1][0]
+        self.cursor = rows[-1][0]
 
     def _grow(self, capacity: int) -> None:
-        for name in ("matrix", "codes", "users", "scopes", "agents", "scales"):
+        for name in ("matrix", "codes", "scales"):
             old = getattr(self, name)
             grown = np.zeros((capacity, *old.shape[1:]), dtype=old.dtype)
             grown[: self.size] = old[: self.size]
             setattr(self, name, grown)
 
-    def visible(self, vis: Visibility) -> tuple[NDArray[np.bool_], NDArray[np.intp]]:
-        """The mask of rows ``vis`` may read, and their row numbers. The last answer
-        is kept: one caller's recalls ask again until the partition changes (an
-        append changes ``size``; a delete replaces the partition)."""
-        n, kept = self.size, self._visible
-        if kept is not None and kept[0] == vis and kept[1] == n:
-            return kept[2], kept[3]
-        mask = vis.row_mask(self.vocab, self.users[:n], self.scopes[:n], self.agents[:n])
-        rows = np.flatnonzero(mask)
-        self._visible = (vis, n, mask, rows)
-        return mask, rows
-
     def visible_rows(self, vis: Visibility) -> NDArray[np.intp]:
         """Row numbers ``vis`` may read."""
-        return self.visible(vis)[1]
+        return self.owners.visible(vis)[1]
 
     def vectors_of(self, vis: Visibility, ids: Sequence[str]) -> dict[str, NDArray[np.float32]]:
         """The rows of ``ids`` held here that ``vis`` may read (read-only views)."""
-        mask = self.visible(vis)[0]
+        mask = self.owners.visible(vis)[0]
         found = {}
         for record_id in ids:
             row = self.rows_by_id.get(record_id)
@@ -294,67 +268,3 @@ def top_k(scan: Scan, k: int) -> list[tuple[str, float]]:
     exact = scan.exact(best) if scan.estimated else scores[best]
     order = np.argsort(-exact, kind="stable")[:k]
     return [(scan.record_id(int(best[i])), float(exact[i])) for i in order]
-
-
-class PartitionCache:
-    """LRU of loaded partitions, bounded by total rows; thread-safe."""
-
-    def __init__(self, max_rows: int) -> None:
-        self._max_rows = max_rows
-        self._parts: OrderedDict[tuple[str, str, str], Partition] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(
-        self,
-        subject: Subject,
-        model: str,
-        dimension: int,
-        counters: tuple[int, int],
-        load: Loader,
-    ) -> Partition:
-        """The partition, refreshed to match ``counters`` (inserts, deletes)."""
-        key = (subject.tenant_id, subject.user_id, model)
-        with self._lock:
-            part = self._parts.get(key)
-            if part is None or part.deletes != counters[1] or part.dimension != dimension:
-                part = Partition(dimension=dimension)
-                part.append(load(subject, 0))
-            elif part.inserts != counters[0]:
-                part.append(load(subject, part.max_seq))
-            part.inserts, part.deletes = counters
-            self._parts[key] = part
-            self._parts.move_to_end(key)
-            self._evict()
-            return part
-
-    def current(
-        self, subject: Subject, model: str, counters: tuple[int, int]
-    ) -> Partition | None:
-        """The cached partition if it matches ``counters``; None rather than loading."""
-        with self._lock:
-            part = self._parts.get((subject.tenant_id, subject.user_id, model))
-        if part is None or (part.inserts, part.deletes) != counters:
-            return None
-        return part
-
-    def _evict(self) -> None:
-        total = sum(part.size for part in self._parts.values())
-        while total > self._max_rows and len(self._parts) > 1:
-            _, dropped = self._parts.popitem(last=False)
-            total -= dropped.size
-
-    def drop_subject(self, tenant_id: str, user_id: str) -> None:
-        """Forget a subject's partitions now (erasure must not leave vectors in memory)."""
-        with self._lock:
-            for key in [k for k in self._parts if k[0] == tenant_id and k[1] == user_id]:
-                del self._parts[key]
-
-    def clear(self) -> None:
-        """Forget every partition (after an index rebuild)."""
-        with self._lock:
-            self._parts.clear()
-
-
-def partitions_for(vis: Visibility) -> tuple[Subject, Subject]:
-    """The caller's own partition and the tenant's global one."""
-    return Subject(vis.tenant_id, vis.user_id), Subject(vis.tenant_id, NO_USER)

@@ -1,0 +1,64 @@
+"""The owner columns of an in-memory partition, and the visibility mask over them.
+
+Vector partitions and lexical partitions both hold one row per record of a
+(tenant, user) partition. Which rows a caller may read depends only on the
+record's user, scope and agent, which never change after the write, so each
+partition keeps them as int32 codes (``vocab``) and ``Visibility.row_mask``
+turns a caller into a few vectorised comparisons: the same predicate the SQL
+queries apply, evaluated in numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engram.store.predicate import Visibility
+
+__all__ = ["OwnerColumns"]
+
+Owner = tuple[str, str, str, str]  # record id, user, scope, agent
+
+
+class OwnerColumns:
+    """Record ids and owner codes by row, growing geometrically, with the last
+    caller's mask kept until the rows change (a delete replaces the partition)."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.ids: list[str] = []
+        self.vocab: dict[str, int] = {}
+        self.users = np.zeros(0, dtype=np.int32)
+        self.scopes = np.zeros(0, dtype=np.int32)
+        self.agents = np.zeros(0, dtype=np.int32)
+        self._visible: tuple[Visibility, int, NDArray[np.bool_], NDArray[np.intp]] | None = None
+
+    def _code(self, value: str) -> int:
+        return self.vocab.setdefault(value, len(self.vocab))
+
+    def append(self, owners: Sequence[Owner]) -> None:
+        """Add rows after the last one."""
+        start, needed = self.size, self.size + len(owners)
+        if needed > self.users.shape[0]:
+            capacity = max(needed, 2 * self.users.shape[0], 64)
+            for name in ("users", "scopes", "agents"):
+                grown = np.zeros(capacity, dtype=np.int32)
+                grown[:start] = getattr(self, name)[:start]
+                setattr(self, name, grown)
+        self.users[start:needed] = [self._code(owner[1]) for owner in owners]
+        self.scopes[start:needed] = [self._code(owner[2]) for owner in owners]
+        self.agents[start:needed] = [self._code(owner[3]) for owner in owners]
+        self.ids.extend(owner[0] for owner in owners)
+        self.size = needed
+
+    def visible(self, vis: Visibility) -> tuple[NDArray[np.bool_], NDArray[np.intp]]:
+        """The mask of rows ``vis`` may read, and their row numbers."""
+        n, kept = self.size, self._visible
+        if kept is not None and kept[0] == vis and kept[1] == n:
+            return kept[2], kept[3]
+        mask = vis.row_mask(self.vocab, self.users[:n], self.scopes[:n], self.agents[:n])
+        rows = np.flatnonzero(mask)
+        self._visible = (vis, n, mask, rows)
+        return mask, rows
