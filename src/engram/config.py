@@ -217,6 +217,9 @@ class RecallConfig:
         return self.relevance_floor
 
 
+LEXICAL_ENGINES = ("memory", "fts5")
+
+
 @dataclass(frozen=True, slots=True)
 class StoreConfig:
     """Storage knobs: SQLite timeouts, the in-memory vector cache size, the document
@@ -229,14 +232,18 @@ class StoreConfig:
     store its own read connection (WAL readers do not wait for each other or for
     a writer). A vector scan of at least ``vector_estimate_rows`` visible rows
     shortlists candidates from int8 codes and rescores them exactly (0: always
-    scan float32 rows). ``term_count_cache`` bounds the cached per-caller term
-    counts that lexical pruning reads (0: count every time)."""
+    scan float32 rows). ``lexical_engine`` is ``memory`` (BM25 over in-memory
+    postings per partition, ``lexicon``; ``lexical_cache_rows`` bounds them) or
+    ``fts5`` (SQLite FTS5 with term pruning; ``term_count_cache`` bounds the
+    cached per-caller term counts that pruning reads, 0: count every time)."""
 
     busy_timeout_ms: int = 5000
     vector_cache_rows: int = 2_000_000
     fts_term_cap: int = 2000
     fts_rank_window: int = 2000
     term_count_cache: int = 50_000
+    lexical_engine: str = "memory"
+    lexical_cache_rows: int = 2_000_000
     fts_prefilter_below_share: float = 0.5
     read_connections: bool = True
     vector_scan_threads: int = 0

@@ -5,18 +5,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from engram import Context, Engram
-from engram.config import Config, StoreConfig
+from engram.config import LEXICAL_ENGINES, Config, StoreConfig
 from engram.scope import resolve
 from engram.store.predicate import Visibility
 
 ALL = ("active", "superseded", "expired")
 
 
+@pytest.mark.parametrize("engine", LEXICAL_ENGINES)
 def test_a_document_with_every_term_comes_first_when_common_terms_are_pruned(
-    open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context
+    open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context, engine: str
 ) -> None:
-    mem = open_mem(f"sqlite:///{tmp_path}/p.db", config=Config(store=StoreConfig(fts_term_cap=5)))
+    store = StoreConfig(fts_term_cap=5, lexical_engine=engine)
+    mem = open_mem(f"sqlite:///{tmp_path}/p.db", config=Config(store=store))
     teams = ["search", "billing", "payments", "identity", "analytics", "platform"]
     items = [{"content": f"Per Grace, Grace joined the {team} team in {month} {year}",
               "type": "fact"}
@@ -34,12 +38,13 @@ def test_a_document_with_every_term_comes_first_when_common_terms_are_pruned(
     assert len({i for i, _ in hits}) == len(hits) == 3
 
 
+@pytest.mark.parametrize("engine", LEXICAL_ENGINES)
 def test_a_dominant_caller_still_finds_matches_that_others_outrank(
-    open_mem: Callable[..., Engram], tmp_path: Path
+    open_mem: Callable[..., Engram], tmp_path: Path, engine: str
 ) -> None:
     """Without the owner pre-filter, other users' better-ranked matches can fill the
     FTS window; the caller's own matches must still come back."""
-    config = Config(store=StoreConfig(fts_prefilter_below_share=0.5))
+    config = Config(store=StoreConfig(fts_prefilter_below_share=0.5, lexical_engine=engine))
     mem = open_mem(f"sqlite:///{tmp_path}/d.db", config=config)
     alice = Context(tenant_id="acme", user_id="alice", agent_id="coder")
     bob = Context(tenant_id="acme", user_id="bob", agent_id="coder")

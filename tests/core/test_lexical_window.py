@@ -1,5 +1,5 @@
-"""An unselective query ranks a bounded window of its newest matches; a selective
-one still ranks every match."""
+"""FTS5 engine: an unselective query ranks a bounded window of its newest matches;
+a selective one still ranks every match."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ def test_rank_window_is_unbounded_for_rare_terms_only() -> None:
 
 
 def _store(open_mem: Callable[..., Engram], path: Path, window: int) -> Engram:
-    config = Config(store=StoreConfig(fts_term_cap=3, fts_rank_window=window))
+    store = StoreConfig(fts_term_cap=3, fts_rank_window=window, lexical_engine="fts5")
+    config = Config(store=store)
     return open_mem(f"sqlite:///{path}", config=config)
 
 

@@ -175,7 +175,7 @@ def _calls(mem: Engram, ctx: Context, ids: dict[str, str]) -> dict[str, Callable
 PINNED = {
     "get": 1, "list": 1, "history": 2, "export": 1, "by_key": 1, "lexical": 4,
     "vector-cold": 5, "vector-warm": 3, "recent": 1, "recent-types": 1, "fetch": 1,
-    "keyed": 1, "vectors_of": 1, "neighbors": 1, "recall": 14,
+    "keyed": 1, "vectors_of": 1, "neighbors": 1, "recall": 12,
 }  # fmt: skip
 
 
@@ -236,10 +236,13 @@ def test_every_read_statement_is_scoped_and_counted(
 def test_lexical_is_scoped_and_equal_with_or_without_the_owner_prefilter(
     open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context, share: float
 ) -> None:
-    """The owner pre-filter is an optimisation: results and scoping do not change."""
-    config = Config(store=StoreConfig(fts_prefilter_below_share=share))
+    """FTS5 engine: the owner pre-filter is an optimisation; results and scoping do not
+    change (the default memory engine's statements are pinned above)."""
+    config = Config(store=StoreConfig(fts_prefilter_below_share=share, lexical_engine="fts5"))
     mem = open_mem(f"sqlite:///{tmp_path}/p.db", config=config)
-    reference = open_mem(f"sqlite:///{tmp_path}/ref.db")
+    reference = open_mem(
+        f"sqlite:///{tmp_path}/ref.db", config=Config(store=StoreConfig(lexical_engine="fts5"))
+    )
     build_world(mem, ctx)
     build_world(reference, ctx)
     for who in (ctx, Context(tenant_id="acme", user_id="u2", agent_id="coder"),

@@ -1,4 +1,5 @@
-"""Cached term counts never make lexical recall miss or leak, and erasure clears them."""
+"""FTS5 engine: cached term counts never make lexical recall miss or leak, and erasure
+clears them."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ def test_the_cache_is_bounded_and_erasure_drops_a_tenant() -> None:
 
 
 def _store(open_mem: Callable[..., Engram], path: Path) -> Engram:
-    return open_mem(f"sqlite:///{path}", config=Config(store=StoreConfig(fts_term_cap=3)))
+    store = StoreConfig(fts_term_cap=3, lexical_engine="fts5")
+    return open_mem(f"sqlite:///{path}", config=Config(store=store))
 
 
 def test_a_term_first_counted_as_absent_is_found_once_written(

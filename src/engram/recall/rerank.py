@@ -42,23 +42,13 @@ from engram.recall.context import add_context
 from engram.recall.model import Candidate, Intent, Plan
 from engram.recall.trace import Trace
 from engram.scope import scope_kind
-from engram.store.lexical import terms
+from engram.store.lexical import stem, terms
 from engram.types import Record
 
-__all__ = ["rerank", "stem"]
+__all__ = ["rerank"]
 
 _NARROW = frozenset({"task", "session", "repo", "project"})
-_SUFFIX = re.compile(r"(ing|edly|ed|ies|es|s|ly)$")
 _LN2 = math.log(2.0)
-
-
-@functools.lru_cache(maxsize=65_536)
-def stem(word: str) -> str:
-    """A deliberately light stemmer, applied to both sides of the lexical overlap
-    (cached per word: a vocabulary is far smaller than the texts built from it)."""
-    if len(word) <= 4:
-        return word
-    return _SUFFIX.sub("", word) or word
 
 
 @functools.lru_cache(maxsize=16_384)

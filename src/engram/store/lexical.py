@@ -6,14 +6,17 @@ dropped because they cost the most (longest doclists) and score the least.
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = [
-    "STOPWORDS", "match_all", "match_expression", "prune_common", "quote", "rank_window", "terms",
+    "STOPWORDS", "match_all", "match_expression", "prune_common", "quote", "rank_window", "stem",
+    "terms",
 ]  # fmt: skip
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _MAX_TERMS = 24
+_SUFFIX = re.compile(r"(ing|edly|ed|ies|es|s|ly)$")
 KEEP_TERMS = 2  # pruning never leaves fewer terms than this
 
 STOPWORDS = frozenset(
@@ -38,6 +41,15 @@ def terms(text: str) -> list[str]:
         if word not in STOPWORDS and word not in seen:
             seen[word] = None
     return list(seen)[:_MAX_TERMS]
+
+
+@functools.lru_cache(maxsize=65_536)
+def stem(word: str) -> str:
+    """A deliberately light stemmer (cached per word: a vocabulary is far smaller
+    than the texts built from it)."""
+    if len(word) <= 4:
+        return word
+    return _SUFFIX.sub("", word) or word
 
 
 def quote(word: str) -> str:

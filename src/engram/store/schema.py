@@ -6,7 +6,10 @@ regenerates both. ``partition_state`` counts vector changes per (tenant, user) s
 in-memory vector partitions know when to refresh, and ``index_totals`` counts all
 vectors, so a caller's share of the index is two key lookups, and every change
 to the lexical index (``fts_changes``; removals also in ``fts_deletes``), so
-cached term counts know when they are stale. ``audit`` is append-only:
+cached term counts know when they are stale. ``lexical_state`` counts record
+inserts and removals per (tenant, user) for the in-memory lexical partitions (a
+change to content or owner, which the write path never makes, counts as a
+removal, so the partition reloads). ``audit`` is append-only:
 triggers refuse updates and deletes.
 """
 
@@ -186,6 +189,35 @@ CREATE TRIGGER fts_changes_update AFTER UPDATE OF content, fts_owner ON records 
 END;
 """
 
+_LEXICAL_STATE = """
+CREATE INDEX records_partition ON records (tenant_id, user_id);
+CREATE TABLE lexical_state (
+    tenant_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    inserts INTEGER NOT NULL DEFAULT 0,
+    deletes INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (tenant_id, user_id)
+) WITHOUT ROWID;
+INSERT INTO lexical_state (tenant_id, user_id, inserts)
+    SELECT tenant_id, user_id, count(*) FROM records GROUP BY tenant_id, user_id;
+CREATE TRIGGER lexical_count_insert AFTER INSERT ON records BEGIN
+    INSERT INTO lexical_state (tenant_id, user_id, inserts)
+    VALUES (new.tenant_id, new.user_id, 1)
+    ON CONFLICT (tenant_id, user_id) DO UPDATE SET inserts = inserts + 1;
+END;
+CREATE TRIGGER lexical_count_delete AFTER DELETE ON records BEGIN
+    INSERT INTO lexical_state (tenant_id, user_id, deletes)
+    VALUES (old.tenant_id, old.user_id, 1)
+    ON CONFLICT (tenant_id, user_id) DO UPDATE SET deletes = deletes + 1;
+END;
+CREATE TRIGGER lexical_count_update AFTER UPDATE OF content, tenant_id, user_id, scope,
+    agent_id ON records BEGIN
+    INSERT INTO lexical_state (tenant_id, user_id, deletes)
+    VALUES (old.tenant_id, old.user_id, 1)
+    ON CONFLICT (tenant_id, user_id) DO UPDATE SET deletes = deletes + 1;
+END;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_meta", _META),
     ("0002_records", _RECORDS),
@@ -196,4 +228,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0007_keyed_index", _KEYED),
     ("0008_index_totals", _TOTALS),
     ("0009_fts_changes", _FTS_CHANGES),
+    ("0010_lexical_state", _LEXICAL_STATE),
 )

@@ -14,6 +14,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 from urllib.parse import quote
 
@@ -22,7 +23,7 @@ from numpy.typing import NDArray
 
 from engram.config import StoreConfig
 from engram.errors import IndexMismatch, MigrationError, StoreError
-from engram.store import queries
+from engram.store import lexicon, queries
 from engram.store.audit import GENESIS, AuditEntry, AuditReport, entry_hash, verify_chain
 from engram.store.lexical import (
     match_all,
@@ -31,12 +32,13 @@ from engram.store.lexical import (
     rank_window,
     terms,
 )
+from engram.store.lexicon import Bm25, LexicalPartition, LexicalRow, query_terms
 from engram.store.partitions import PartitionCache, partitions_for
 from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
 from engram.store.rows import COLUMNS, record_from_values, record_to_row, to_micros
 from engram.store.schema import MIGRATIONS
 from engram.store.term_counts import IndexVersion, TermCountCache
-from engram.store.vectors import Partition, Scan, ScanPolicy, VectorRow, top_k
+from engram.store.vectors import Partition, Scan, ScanPolicy, VectorRow, best_positions, top_k
 from engram.types import Record
 
 __all__ = ["SQLiteStore", "Tracer"]
@@ -97,6 +99,10 @@ class SQLiteStore:
         self._reader_uri = f"file:{quote(os.path.abspath(path))}?mode=rw" if self._pooled else ""
         self._cache: PartitionCache[Partition] = PartitionCache(self.config.vector_cache_rows)
         self._term_cache = TermCountCache(self.config.term_count_cache)
+        self._bm25_params = Bm25()
+        self._lexicon: PartitionCache[LexicalPartition] = PartitionCache(
+            self.config.lexical_cache_rows
+        )
         self._scan_policy = ScanPolicy(
             self.config.scan_threads(),
             self.config.vector_parallel_rows,
@@ -234,6 +240,7 @@ class SQLiteStore:
                 self._conn.execute("ROLLBACK")
             self._cache.clear()
             self._term_cache.clear()
+            self._lexicon.clear()
         else:
             self._conn.execute(f"ROLLBACK TO SAVEPOINT sp{depth}")
             self._conn.execute(f"RELEASE SAVEPOINT sp{depth}")
@@ -243,6 +250,7 @@ class SQLiteStore:
         with self._lock, self._readers_lock:
             self._cache.clear()
             self._term_cache.clear()
+            self._lexicon.clear()
             self._pooled = False
             for holder in list(self._readers):
                 holder.conn.close()
@@ -289,6 +297,8 @@ class SQLiteStore:
     ) -> list[tuple[str, float]]:
         """Candidate query: BM25 over content; scores are positive, higher is better.
 
+        The ``memory`` engine ranks in-memory postings (``lexicon``). The ``fts5``
+        engine ranks with SQLite FTS5:
         Terms matching more than ``fts_term_cap`` documents are dropped from the OR
         query (long doclists, low IDF). When that happens, the documents holding
         *every* term come first (an AND query is cheap: FTS5 intersects doclists),
@@ -296,6 +306,8 @@ class SQLiteStore:
         query left with only common terms ranks a bounded window of its newest
         matches (``fts_rank_window``; ``rank_window``).
         """
+        if self.config.lexical_engine == "memory":
+            return self._lexical_memory(vis, text, statuses, limit)
         words = terms(text)
         if not words:
             return []
@@ -436,14 +448,62 @@ class SQLiteStore:
         """
         self.check_vector_model(model)
         scan = self._scan(vis, np.ascontiguousarray(query, dtype=np.float32), model)
-        total, wanted = scan.scores.size, limit
+        return self._alive_top(vis, statuses, limit, scan.scores.size, partial(top_k, scan))
+
+    def _alive_top(
+        self, vis: Visibility, statuses: Sequence[str], limit: int, total: int,
+        ranked: Callable[[int], list[tuple[str, float]]],
+    ) -> list[tuple[str, float]]:  # fmt: skip
+        """The best ``limit`` of an in-memory ranking whose status is in ``statuses``
+        (status changes, so SQL checks it), deepening while too few survive."""
+        wanted = limit
         while True:
-            ranked = top_k(scan, min(total, max(2 * wanted, wanted + 8)))
-            alive = self._with_status(vis, [i for i, _ in ranked], statuses)
-            hits = [(i, s) for i, s in ranked if i in alive]
-            if len(hits) >= limit or len(ranked) >= total:
+            best = ranked(min(total, max(2 * wanted, wanted + 8)))
+            alive = self._with_status(vis, [i for i, _ in best], statuses)
+            hits = [(i, s) for i, s in best if i in alive]
+            if len(hits) >= limit or len(best) >= total:
                 return hits[:limit]
             wanted *= 4
+
+    def _lexical_memory(
+        self, vis: Visibility, text: str, statuses: Sequence[str], limit: int
+    ) -> list[tuple[str, float]]:
+        """BM25 over the caller's in-memory lexical partitions."""
+        words = query_terms(text)
+        if not words:
+            return []
+        counters = self._partition_counters(vis, "lexical_state")
+        parts = [self._lexical_partition(subject, counters) for subject in partitions_for(vis)]
+        found = lexicon.search(parts, vis, words, self._bm25_params)
+        if not found:
+            return []
+        scores = np.concatenate([part_scores for _, _, part_scores in found])
+        ids = [part.owners.ids for part, _, _ in found]
+        rows = np.concatenate([part_rows for _, part_rows, _ in found])
+        which = np.concatenate([np.full(r.size, i) for i, (_, r, _) in enumerate(found)])
+
+        def ranked(k: int) -> list[tuple[str, float]]:
+            best = best_positions(scores, k)
+            best = best[np.argsort(-scores[best], kind="stable")]
+            return [(ids[which[p]][rows[p]], float(scores[p])) for p in best.tolist()]
+
+        return self._alive_top(vis, statuses, limit, scores.size, ranked)
+
+    def _lexical_partition(
+        self, subject: Subject, counters: dict[str, tuple[int, int]]
+    ) -> LexicalPartition:
+        def load(after: int) -> list[LexicalRow]:
+            cond, params = subject.sql("r")
+            sql = (
+                "SELECT r.rowid, r.id, r.user_id, r.scope, r.agent_id, r.content FROM records r"
+                f" WHERE {cond} AND r.rowid > :after ORDER BY r.rowid"
+            )
+            rows = self._rows((sql, {**params, "after": after}))
+            return [(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
+
+        state = counters.get(subject.user_id, (0, 0))
+        key = (subject.tenant_id, subject.user_id, "lexical")
+        return self._lexicon.get(key, state, LexicalPartition, load)
 
     def _with_status(
         self, vis: Visibility, ids: Sequence[str], statuses: Sequence[str]
@@ -467,10 +527,14 @@ class SQLiteStore:
             estimated = estimated or part_estimated
         return Scan(parts, np.concatenate(scores), query, estimated)
 
-    def _partition_counters(self, vis: Visibility) -> dict[str, tuple[int, int]]:
+    def _partition_counters(
+        self, vis: Visibility, table: str = "partition_state"
+    ) -> dict[str, tuple[int, int]]:
+        """Insert and delete counters of the caller's two partitions, from ``table``
+        (``partition_state`` for vectors, ``lexical_state`` for postings)."""
         cond, params = vis.partition.partition_sql("p")
         rows = self._rows(
-            (f"SELECT p.user_id, p.inserts, p.deletes FROM partition_state p WHERE {cond}", params)
+            (f"SELECT p.user_id, p.inserts, p.deletes FROM {table} p WHERE {cond}", params)
         )
         return {row[0]: (row[1], row[2]) for row in rows}
 
@@ -607,8 +671,9 @@ class SQLiteStore:
         return self._run(f"DELETE FROM traces AS t WHERE {cond}", params).rowcount
 
     def forget_partition(self, subject: Subject) -> None:
-        """Drop a subject's in-memory vectors and cached term counts immediately."""
+        """Drop a subject's in-memory vectors, postings and term counts immediately."""
         self._cache.drop_subject(subject.tenant_id, subject.user_id)
+        self._lexicon.drop_subject(subject.tenant_id, subject.user_id)
         self._term_cache.drop_tenant(subject.tenant_id)
 
     def touch(self, vis: Visibility, ids: Sequence[str], now_us: int) -> None:

@@ -1,0 +1,159 @@
+"""In-memory BM25 over per-(tenant, user) partitions.
+
+FTS5 computes ``bm25()`` for every match it ranks, about 0.8 us each: a query
+whose terms match 4,000 memories spends 3 ms ranking before it filters, and
+at 1M records an OR query took 600 ms. Here each partition keeps its postings
+in packed arrays (row numbers and term frequencies per term), so a query costs
+one vectorised pass over the postings of its own terms, and the visibility mask
+comes from the same owner columns the vector partitions use.
+
+Scoring is BM25 (``k1``, ``b``) with statistics over the rows the caller may
+read, so records the caller cannot see never influence a score. Tokens are the
+content words of ``lexical.terms`` (lowercased, diacritics folded, stopwords
+dropped) after the light ``stem``, with repeats, so term frequency counts.
+Status is not held here (it changes); the store filters the best rows by
+status in SQL and deepens when too few survive, as for vectors.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from array import array
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engram.store.columns import OwnerColumns
+from engram.store.lexical import STOPWORDS, stem
+from engram.store.predicate import Visibility
+
+__all__ = ["Bm25", "LexicalPartition", "LexicalRow", "query_terms", "search", "tokens"]
+
+LexicalRow = tuple[int, str, str, str, str, str]  # rowid, id, user, scope, agent, content
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_MAX_QUERY_TERMS = 24
+
+
+def _fold(text: str) -> str:
+    """Lowercase, with diacritics removed ("Zoë" -> "zoe")."""
+    text = text.lower()
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def tokens(text: str) -> list[str]:
+    """The stemmed content words of ``text``, in order, with repeats."""
+    return [stem(word) for word in _WORD.findall(_fold(text)) if word not in STOPWORDS]
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct tokens of a query, in order, capped."""
+    return list(dict.fromkeys(tokens(text)))[:_MAX_QUERY_TERMS]
+
+
+@dataclass(frozen=True, slots=True)
+class Bm25:
+    """BM25 parameters (the usual defaults)."""
+
+    k1: float = 1.2
+    b: float = 0.75
+
+
+class LexicalPartition:
+    """Postings of one (tenant, user) partition, appended in rowid order."""
+
+    def __init__(self) -> None:
+        self.inserts = 0
+        self.deletes = 0
+        self.cursor = 0  # the last records.rowid appended
+        self.owners = OwnerColumns()
+        self.lengths = np.zeros(0, dtype=np.int32)
+        self._rows: dict[str, array[int]] = {}
+        self._freqs: dict[str, array[int]] = {}
+        self._stats: tuple[Visibility, int, int, int] | None = None
+
+    @property
+    def size(self) -> int:
+        """Rows held."""
+        return self.owners.size
+
+    def append(self, rows: Sequence[LexicalRow]) -> None:
+        """Tokenise and index rows (ordered by rowid)."""
+        if not rows:
+            return
+        start, needed = self.size, self.size + len(rows)
+        if needed > self.lengths.shape[0]:
+            grown = np.zeros(max(needed, 2 * self.lengths.shape[0], 64), dtype=np.int32)
+            grown[:start] = self.lengths[:start]
+            self.lengths = grown
+        for offset, row in enumerate(rows):
+            words = tokens(row[5])
+            self.lengths[start + offset] = len(words)
+            for term, freq in Counter(words).items():
+                self._rows.setdefault(term, array("i")).append(start + offset)
+                self._freqs.setdefault(term, array("H")).append(min(freq, 65_535))
+        self.owners.append([(row[1], row[2], row[3], row[4]) for row in rows])
+        self.cursor = rows[-1][0]
+
+    def postings(self, term: str) -> tuple[NDArray[np.int32], NDArray[np.float32]]:
+        """Row numbers holding ``term`` and its frequency in each (copies: another
+        thread may be appending)."""
+        rows, freqs = self._rows.get(term), self._freqs.get(term)
+        if rows is None or freqs is None:
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+        row_bytes, freq_bytes = rows.tobytes(), freqs.tobytes()
+        count = min(len(row_bytes) // 4, len(freq_bytes) // 2)
+        found = np.frombuffer(row_bytes, dtype=np.int32, count=count)
+        return found, np.frombuffer(freq_bytes, dtype=np.uint16, count=count).astype(np.float32)
+
+    def visible_stats(self, vis: Visibility) -> tuple[int, int]:
+        """How many rows ``vis`` may read here, and their total length in tokens."""
+        n, kept = self.size, self._stats
+        if kept is not None and kept[0] == vis and kept[1] == n:
+            return kept[2], kept[3]
+        rows = self.owners.visible(vis)[1]
+        stats = (int(rows.size), int(self.lengths[rows].sum()))
+        self._stats = (vis, n, *stats)
+        return stats
+
+
+def search(
+    parts: Sequence[LexicalPartition], vis: Visibility, terms: Sequence[str], bm25: Bm25
+) -> list[tuple[LexicalPartition, NDArray[np.intp], NDArray[np.float32]]]:
+    """For each partition, the visible rows holding any of ``terms`` and their BM25
+    scores, with statistics over every row ``vis`` may read in ``parts``."""
+    masks = [part.owners.visible(vis)[0] for part in parts]
+    postings: list[list[tuple[NDArray[np.int32], NDArray[np.float32]]]] = []
+    for part, mask in zip(parts, masks, strict=True):
+        found = []
+        for term in terms:
+            rows, freqs = part.postings(term)
+            keep = mask[rows]
+            found.append((rows[keep], freqs[keep]))
+        postings.append(found)
+    stats = [part.visible_stats(vis) for part in parts]
+    total = sum(n for n, _ in stats)
+    if total == 0:
+        return []
+    avg_length = max(1.0, sum(length for _, length in stats) / total)
+    frequencies = [sum(found[i][0].size for found in postings) for i in range(len(terms))]
+    out = []
+    for part, found in zip(parts, postings, strict=True):
+        scores = np.zeros(part.size, dtype=np.float32)
+        for (rows, freqs), df in zip(found, frequencies, strict=True):
+            if rows.size:
+                idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
+                norm = bm25.k1 * (1 - bm25.b + bm25.b * part.lengths[rows] / avg_length)
+                scores[rows] += idf * freqs * (bm25.k1 + 1) / (freqs + norm)
+        hit = np.flatnonzero(scores)
+        if hit.size:
+            out.append((part, hit, scores[hit]))
+    return out
