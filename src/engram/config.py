@@ -250,6 +250,11 @@ class StoreConfig:
     vector_parallel_rows: int = 32_768
     vector_estimate_rows: int = 16_384
 
+    def __post_init__(self) -> None:
+        if self.lexical_engine not in LEXICAL_ENGINES:
+            known = ", ".join(LEXICAL_ENGINES)
+            raise ConfigError(f"unknown lexical_engine {self.lexical_engine!r}; known: {known}")
+
     def scan_threads(self) -> int:
         """Threads for one large exact scan: ``vector_scan_threads``, or when 0 the
         machine's cores, at most four (a scan is bound by memory bandwidth)."""

