@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["available", "kernels", "pairwise_dots"]
+__all__ = ["available", "pairwise_dots", "simd_dots"]
 
 
 def _load() -> Any:
@@ -35,20 +35,26 @@ def available() -> bool:
     return _KERNELS is not None
 
 
-def kernels() -> Any:
-    """The SimSIMD module (check ``available`` first)."""
-    return _KERNELS
-
-
 def pairwise_dots(
     a: NDArray[np.float32], b: NDArray[np.float32], *, simd: bool = True
 ) -> NDArray[np.float32]:
     """``a @ b.T`` as float32, on this thread; ``simd=False`` forces ``einsum``."""
     a = np.ascontiguousarray(a, dtype=np.float32)
     b = np.ascontiguousarray(b, dtype=np.float32)
-    out = np.empty((a.shape[0], b.shape[0]), dtype=np.float32)
     if not (simd and available()) or a.size == 0 or b.size == 0:
+        out = np.empty((a.shape[0], b.shape[0]), dtype=np.float32)
         np.einsum("ik,jk->ij", a, b, out=out)
-    else:
-        _KERNELS.cdist(a, b, metric="dot", threads=1, out=out)
-    return out
+        return out
+    return simd_dots(a, b)
+
+
+def simd_dots(a: NDArray[Any], b: NDArray[Any], threads: int = 1) -> NDArray[np.float32]:
+    """SimSIMD's ``a @ b.T`` (float32 or int8 rows) as a float32 array.
+
+    Never with ``out=``: SimSIMD 6.5 returns None from that form without taking a
+    reference, so every call drops one from None's count, and the interpreter
+    aborts once it reaches zero (seen at exit after a long benchmark). A test
+    pins the count.
+    """
+    result = _KERNELS.cdist(a, b, metric="dot", threads=threads, out_dtype="float32")
+    return np.asarray(result, dtype=np.float32).reshape(a.shape[0], b.shape[0])

@@ -49,12 +49,10 @@ def estimate(
     threads: int = 1,
 ) -> NDArray[np.float32]:
     """Estimated ``rows @ query`` from the codes (the kernel releases the GIL)."""
-    estimates = np.empty(codes.shape[0], dtype=np.float32)
     if codes.shape[0] == 0:
-        return estimates
+        return np.empty(0, dtype=np.float32)
     query_codes, query_scale = encode(query.reshape(1, -1))
-    out = estimates.reshape(1, -1)  # a view: the kernel writes into ``estimates``
-    kernels.kernels().cdist(query_codes, codes, metric="dot", threads=max(1, threads), out=out)
+    estimates = kernels.simd_dots(query_codes, codes, max(1, threads)).reshape(-1)
     estimates *= scales
     estimates *= query_scale[0]
     return estimates
