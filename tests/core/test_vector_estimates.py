@@ -191,3 +191,17 @@ def test_the_simd_kernels_keep_none_alive() -> None:
         kernels.pairwise_dots(rows[:3], rows)
         quantize.estimate(codes, scales, rows[0])
     assert sys.getrefcount(None) >= before - 50  # other code may drop a few; not 1,000
+
+
+def test_a_large_append_is_encoded_in_chunks_like_a_small_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = np.random.default_rng(11)
+    rows = rng.standard_normal((50, 8)).astype(np.float32)
+    whole = _partition(rows, ["u1"] * 50)
+    monkeypatch.setattr("engram.store.vectors._APPEND_CHUNK", 7)
+    chunked = _partition(rows, ["u1"] * 50)
+    np.testing.assert_array_equal(chunked.matrix[:50], whole.matrix[:50])
+    np.testing.assert_array_equal(chunked.codes[:50], whole.codes[:50])
+    np.testing.assert_array_equal(chunked.scales[:50], whole.scales[:50])
+    assert chunked.ids == whole.ids

@@ -114,12 +114,18 @@ class LexicalPartition:
             grown = np.zeros(max(needed, 2 * self.lengths.shape[0], 64), dtype=np.int32)
             grown[:start] = self.lengths[:start]
             self.lengths = grown
-        for offset, row in enumerate(rows):
+        rows_of, freqs_of, lengths = self._rows, self._freqs, []
+        for at, row in enumerate(rows, start):
             words = tokens(row[5])
-            self.lengths[start + offset] = len(words)
+            lengths.append(len(words))
             for term, freq in Counter(words).items():
-                self._rows.setdefault(term, array("i")).append(start + offset)
-                self._freqs.setdefault(term, array("H")).append(min(freq, 65_535))
+                posting = rows_of.get(term)
+                if posting is None:
+                    posting = rows_of[term] = array("i")
+                    freqs_of[term] = array("I")
+                posting.append(at)
+                freqs_of[term].append(freq)
+        self.lengths[start:needed] = lengths
         self.owners.append([(row[1], row[2], row[3], row[4]) for row in rows])
         self.cursor = rows[-1][0]
 
@@ -133,10 +139,10 @@ class LexicalPartition:
         if rows is None or freqs is None:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
         row_bytes, freq_bytes = rows.tobytes(), freqs.tobytes()
-        count = min(len(row_bytes) // 4, len(freq_bytes) // 2)
+        count = min(len(row_bytes), len(freq_bytes)) // 4
         found = np.frombuffer(row_bytes, dtype=np.int32, count=count)
         count = int(np.searchsorted(found, below))
-        return found[:count], np.frombuffer(freq_bytes, np.uint16, count).astype(np.float32)
+        return found[:count], np.frombuffer(freq_bytes, np.uint32, count).astype(np.float32)
 
     def visible_stats(self, vis: Visibility) -> tuple[int, int]:
         """How many rows ``vis`` may read here, and their total length in tokens."""

@@ -31,6 +31,8 @@ from engram.store.predicate import Visibility
 
 __all__ = ["Partition", "Scan", "ScanPolicy", "VectorRow", "top_k"]
 
+_APPEND_CHUNK = 65_536  # rows encoded at once: float temporaries stay under 100 MB
+
 VectorRow = tuple[int, str, str, str, str, bytes]  # seq, id, user, scope, agent, blob
 
 
@@ -66,11 +68,14 @@ class Partition:
         start, needed = self.size, self.size + len(rows)
         if needed > self.matrix.shape[0]:
             self._grow(max(needed, 2 * self.matrix.shape[0], 64))
-        block = np.frombuffer(b"".join(row[5] for row in rows), dtype=np.float32)
-        self.matrix[start:needed] = block.reshape(len(rows), self.dimension)
-        self.codes[start:needed], self.scales[start:needed] = quantize.encode(
-            self.matrix[start:needed]
-        )
+        for lo in range(0, len(rows), _APPEND_CHUNK):  # bounded temporaries at 1M rows
+            chunk = rows[lo : lo + _APPEND_CHUNK]
+            first, last = start + lo, start + lo + len(chunk)
+            block = np.frombuffer(b"".join(row[5] for row in chunk), dtype=np.float32)
+            self.matrix[first:last] = block.reshape(len(chunk), self.dimension)
+            self.codes[first:last], self.scales[first:last] = quantize.encode(
+                self.matrix[first:last]
+            )
         self.owners.append([(row[1], row[2], row[3], row[4]) for row in rows])
         self.rows_by_id.update((row[1], start + i) for i, row in enumerate(rows))
         self.cursor = rows[-1][0]

@@ -1,0 +1,40 @@
+"""A database from before the in-memory lexical engine upgrades in place and loses nothing."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from engram import Context, Engram
+from engram.scope import resolve
+from engram.store.predicate import Visibility
+
+ALL = ("active", "superseded", "expired")
+_LATER = """
+DROP TRIGGER fts_changes_insert; DROP TRIGGER fts_changes_delete; DROP TRIGGER fts_changes_update;
+DELETE FROM index_totals WHERE name IN ('fts_changes', 'fts_deletes');
+DROP TRIGGER lexical_count_insert; DROP TRIGGER lexical_count_delete;
+DROP TRIGGER lexical_count_update; DROP TABLE lexical_state; DROP INDEX records_partition;
+DELETE FROM migrations WHERE name IN ('0009_fts_changes', '0010_lexical_state');
+"""
+
+
+def test_an_older_database_is_backfilled_and_searchable(
+    open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context
+) -> None:
+    path = tmp_path / "old.db"
+    mem = open_mem(f"sqlite:///{path}")
+    mem.remember_many(ctx, [{"content": f"note {i} about the harbour", "type": "fact"}
+                            for i in range(5)])  # fmt: skip
+    mem.close()
+    with sqlite3.connect(path) as conn:  # roll the schema back to migration 0008
+        conn.executescript(_LATER)
+    upgraded = open_mem(f"sqlite:///{path}")
+    vis = Visibility.of(resolve(ctx))
+    assert len(upgraded.store.lexical(vis, "harbour", ALL, 10)) == 5
+    upgraded.remember(ctx, "a sixth harbour note", type="fact")
+    assert len(upgraded.store.lexical(vis, "harbour", ALL, 10)) == 6
+    totals = upgraded.store._index_totals()
+    assert totals["fts_changes"] == 1  # counted from the upgrade on
+    assert upgraded.recall(ctx, "what about the harbour?").items
