@@ -67,59 +67,86 @@ def _working(plan: Plan, src: Sources, config: RecallConfig) -> Hits:
     return [(r, 1.0) for r in records]
 
 
-def _resolve(src: Sources, hits: list[tuple[str, float]]) -> Hits:
-    records = {r.id: r for r in src.store.fetch(src.vis, [i for i, _ in hits])}
-    return [(records[i], score) for i, score in hits if i in records]
+IdHits = list[tuple[str, float]]
 
 
-def _lexical(plan: Plan, src: Sources, config: RecallConfig) -> Hits:
-    hits = src.store.lexical(src.vis, plan.query, plan.statuses, plan.limits["lexical"])
-    return _resolve(src, hits)
+def _lexical(plan: Plan, src: Sources, config: RecallConfig) -> IdHits:
+    return src.store.lexical(src.vis, plan.query, plan.statuses, plan.limits["lexical"])
 
 
 class _NoQueryVector(EngramError):
     """The query could not be embedded; ``args[0]`` names the error that prevented it."""
 
 
-def _vector(plan: Plan, src: Sources, config: RecallConfig) -> Hits:
+def _vector(plan: Plan, src: Sources, config: RecallConfig) -> IdHits:
     if src.query_vector is None:
         raise _NoQueryVector(src.vector_error or "no query vector")
-    hits = src.store.vector(src.vis, src.query_vector, src.model, plan.statuses,
+    return src.store.vector(src.vis, src.query_vector, src.model, plan.statuses,
                             plan.limits["vector"])  # fmt: skip
-    return _resolve(src, hits)
 
 
-_CHANNELS: dict[str, Callable[[Plan, Sources, RecallConfig], Hits]] = {
+_RECORD_CHANNELS: dict[str, Callable[[Plan, Sources, RecallConfig], Hits]] = {
     "key": _key,
     "working": _working,
+}
+# These find ids; their records are fetched by the calling thread (``_finish``), so
+# a worker thread does only the search, which is mostly GIL-free.
+_ID_CHANNELS: dict[str, Callable[[Plan, Sources, RecallConfig], IdHits]] = {
     "lexical": _lexical,
     "vector": _vector,
 }
 
 
-def _run_channel(
+def _failed(report: ChannelReport, exc: EngramError) -> None:
+    """Name the cause in the trace, e.g. IndexMismatch."""
+    report.error = str(exc) if isinstance(exc, _NoQueryVector) else type(exc).__name__
+
+
+def _search(
     name: str, plan: Plan, src: Sources, config: RecallConfig, report: ChannelReport
-) -> Hits:  # fmt: skip
+) -> Hits | IdHits:  # fmt: skip
     start = time.perf_counter()
+    found: Hits | IdHits
     try:
-        hits = _CHANNELS[name](plan, src, config)
-    except EngramError as exc:  # the trace names the cause, e.g. IndexMismatch
-        report.error = str(exc) if isinstance(exc, _NoQueryVector) else type(exc).__name__
-        hits = []
-    report.ms = (time.perf_counter() - start) * 1000
+        if name in _ID_CHANNELS:
+            found = _ID_CHANNELS[name](plan, src, config)
+        else:
+            found = _RECORD_CHANNELS[name](plan, src, config)
+    except EngramError as exc:
+        _failed(report, exc)
+        found = []
+    report.ms += (time.perf_counter() - start) * 1000
+    return found
+
+
+def _finish(name: str, found: Hits | IdHits, src: Sources, report: ChannelReport) -> Hits:
+    """Records for an id channel's hits (visible ones, in order); counts either kind."""
+    start = time.perf_counter()
+    hits: Hits = []
+    try:
+        if name in _ID_CHANNELS:
+            ids = [(str(i), score) for i, score in found]
+            records = {r.id: r for r in src.store.fetch(src.vis, [i for i, _ in ids])}
+            hits = [(records[i], score) for i, score in ids if i in records]
+        else:
+            hits = [(record, score) for record, score in found if isinstance(record, Record)]
+    except EngramError as exc:
+        _failed(report, exc)
+    report.ms += (time.perf_counter() - start) * 1000
     report.count = len(hits)
     return hits
 
 
 def _run_channels(plan: Plan, src: Sources, config: RecallConfig, trace: Trace) -> dict[str, Hits]:
-    """Every channel of the plan. The ``overlapped_channels`` run one after another
-    on a worker thread while the others run here: the vector scan is numpy and
-    SIMD work and SQLite steps release the GIL, and a file store gives each
-    thread its own read connection, so the two threads overlap on separate
-    cores (one worker, not one per channel: on two cores a third busy thread
-    only slows the other two). Not inside an open transaction: the worker would
-    not see the transaction's own writes (and on a single-connection store it
-    would wait for the lock the caller holds)."""
+    """Every channel of the plan. The ``overlapped_channels`` search one after
+    another on a worker thread while the others run here: the vector scan is SIMD
+    work and SQLite steps release the GIL, and a file store gives each thread its
+    own read connection, so the two threads overlap on separate cores (one worker,
+    not one per channel: on two cores a third busy thread only slows the other
+    two). Records are decoded here, not on the worker (decoding holds the GIL).
+    Not inside an open transaction: the worker would not see the transaction's own
+    writes (and on a single-connection store it would wait for the lock the caller
+    holds)."""
     reports = {name: ChannelReport(name) for name in plan.limits}
     trace.channels.update(reports)
     overlapped: list[str] = []
@@ -127,14 +154,16 @@ def _run_channels(plan: Plan, src: Sources, config: RecallConfig, trace: Trace) 
         overlapped = [name for name in plan.limits if name in config.overlapped_channels]
         overlapped = overlapped if len(overlapped) < len(plan.limits) else overlapped[1:]
 
-    def run_overlapped() -> dict[str, Hits]:
-        return {name: _run_channel(name, plan, src, config, reports[name]) for name in overlapped}
+    def search_overlapped() -> dict[str, Hits | IdHits]:
+        return {name: _search(name, plan, src, config, reports[name]) for name in overlapped}
 
-    pending = _worker().submit(run_overlapped) if overlapped else None
-    hits = {name: _run_channel(name, plan, src, config, reports[name])
+    pending = _worker().submit(search_overlapped) if overlapped else None
+    hits = {name: _finish(name, _search(name, plan, src, config, reports[name]), src,
+                          reports[name])
             for name in plan.limits if name not in overlapped}  # fmt: skip
     if pending is not None:
-        hits.update(pending.result())
+        for name, found in pending.result().items():
+            hits[name] = _finish(name, found, src, reports[name])
     return {name: hits[name] for name in plan.limits}
 
 

@@ -177,13 +177,15 @@ def search(
     frequencies = [sum(found[i][0].size for found in postings) for i in range(len(terms))]
     out = []
     for part, found in zip(parts, postings, strict=True):
-        scores = np.zeros(part.size, dtype=np.float32)
+        rows_of, gains = [], []
         for (rows, freqs), df in zip(found, frequencies, strict=True):
             if rows.size:
                 idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
                 norm = bm25.k1 * (1 - bm25.b + bm25.b * part.lengths[rows] / avg_length)
-                scores[rows] += idf * freqs * (bm25.k1 + 1) / (freqs + norm)
-        hit = np.flatnonzero(scores)
-        if hit.size:
-            out.append((part, hit, scores[hit]))
+                rows_of.append(rows)
+                gains.append(idf * freqs * (bm25.k1 + 1) / (freqs + norm))
+        if rows_of:  # sum per row over the terms: cost follows the postings, not the rows
+            hit, where = np.unique(np.concatenate(rows_of), return_inverse=True)
+            scores = np.bincount(where, weights=np.concatenate(gains)).astype(np.float32)
+            out.append((part, hit.astype(np.intp), scores))
     return out
