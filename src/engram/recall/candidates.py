@@ -119,17 +119,23 @@ def _search(
     return found
 
 
-def _finish(name: str, found: Hits | IdHits, src: Sources, report: ChannelReport) -> Hits:
-    """Records for an id channel's hits (visible ones, in order); counts either kind."""
+def _finish(
+    name: str, found: Hits | IdHits, src: Sources, report: ChannelReport, known: dict[str, Record]
+) -> Hits:  # fmt: skip
+    """Records for an id channel's hits (visible ones, in order; ``known`` holds the
+    records earlier channels fetched, so an id two channels found is read once);
+    counts either kind."""
     start = time.perf_counter()
     hits: Hits = []
     try:
         if name in _ID_CHANNELS:
             ids = [(str(i), score) for i, score in found]
-            records = {r.id: r for r in src.store.fetch(src.vis, [i for i, _ in ids])}
-            hits = [(records[i], score) for i, score in ids if i in records]
+            missing = [i for i, _ in ids if i not in known]
+            known.update((r.id, r) for r in src.store.fetch(src.vis, missing) if missing)
+            hits = [(known[i], score) for i, score in ids if i in known]
         else:
             hits = [(record, score) for record, score in found if isinstance(record, Record)]
+            known.update((record.id, record) for record, _ in hits)
     except EngramError as exc:
         _failed(report, exc)
     report.ms += (time.perf_counter() - start) * 1000
@@ -158,12 +164,13 @@ def _run_channels(plan: Plan, src: Sources, config: RecallConfig, trace: Trace) 
         return {name: _search(name, plan, src, config, reports[name]) for name in overlapped}
 
     pending = _worker().submit(search_overlapped) if overlapped else None
+    known: dict[str, Record] = {}
     hits = {name: _finish(name, _search(name, plan, src, config, reports[name]), src,
-                          reports[name])
+                          reports[name], known)
             for name in plan.limits if name not in overlapped}  # fmt: skip
     if pending is not None:
         for name, found in pending.result().items():
-            hits[name] = _finish(name, found, src, reports[name])
+            hits[name] = _finish(name, found, src, reports[name], known)
     return {name: hits[name] for name in plan.limits}
 
 
