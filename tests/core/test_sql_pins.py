@@ -30,7 +30,7 @@ from engram.store.predicate import Subject, Visibility
 SRC = Path(__file__).resolve().parents[2] / "src" / "engram"
 TABLE_REF = re.compile(r"\b(?:FROM|JOIN)\s+(records|vectors|records_fts)\b(?!_)")
 # A join by primary key onto rows already restricted by a predicate cannot widen them.
-KEY_JOINS = ("JOIN records r ON r.id = v.record_id",)
+KEY_JOINS = ("JOIN records r ON r.id = v.record_id", "k ON r.rowid = k.rid")
 ALIASES = ("r", "v", "p", "x")
 ALL = ("active", "superseded", "retracted", "expired", "disputed", "deleted")
 
@@ -271,6 +271,11 @@ def test_the_checker_catches_unscoped_statements() -> None:
     assert scope_problems(union, params, vis)
     other, other_params = _vis(tenant="globex").sql()
     assert scope_problems(f"SELECT r.id FROM records r WHERE {other}", other_params, vis)
+    unscoped_inner = "SELECT r.id FROM records r JOIN (SELECT r.rowid AS rid FROM records r) k"
+    assert scope_problems(f"{unscoped_inner} ON r.rowid = k.rid", {}, vis)
+    scoped_inner = f"SELECT r.rowid AS rid FROM records r WHERE {cond}"
+    joined = f"SELECT r.id FROM records r JOIN ({scoped_inner}) k ON r.rowid = k.rid"
+    assert scope_problems(joined, params, vis) == []
     fts = "SELECT rowid FROM records_fts WHERE records_fts MATCH :m"
     assert scope_problems(fts, {"m": 'content : ("x")'}, vis)
     assert scope_problems(fts, {"m": f'{vis.fts_owner_match()} AND content : ("x")'}, vis) == []
