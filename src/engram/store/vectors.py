@@ -214,11 +214,12 @@ class Scan:
         offsets = np.cumsum([0, *(rows.size for _, rows in self.parts)], dtype=np.intp)
         object.__setattr__(self, "offsets", offsets)
 
-    def record_id(self, position: int) -> str:
-        """The record id at ``position`` of ``scores``."""
-        which = int(np.searchsorted(self.offsets, position, side="right")) - 1
-        part, rows = self.parts[which]
-        return part.ids[int(rows[position - self.offsets[which]])]
+    def record_ids(self, positions: NDArray[np.intp]) -> list[str]:
+        """The record ids at ``positions`` of ``scores``."""
+        which = np.searchsorted(self.offsets, positions, side="right") - 1
+        rows = [int(self.parts[w][1][p - self.offsets[w]]) for w, p in zip(
+            which.tolist(), positions.tolist(), strict=True)]  # fmt: skip
+        return [self.parts[w][0].ids[row] for w, row in zip(which.tolist(), rows, strict=True)]
 
     def exact(self, positions: NDArray[np.intp]) -> NDArray[np.float32]:
         """Float32 cosine scores of the rows at ``positions``."""
@@ -272,4 +273,4 @@ def top_k(scan: Scan, k: int) -> list[tuple[str, float]]:
     best = best_positions(scores, wanted)
     exact = scan.exact(best) if scan.estimated else scores[best]
     order = np.argsort(-exact, kind="stable")[:k]
-    return [(scan.record_id(int(best[i])), float(exact[i])) for i in order]
+    return list(zip(scan.record_ids(best[order]), exact[order].tolist(), strict=True))
