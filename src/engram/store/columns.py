@@ -17,9 +17,24 @@ from numpy.typing import NDArray
 
 from engram.store.predicate import Visibility
 
-__all__ = ["OwnerColumns"]
+__all__ = ["OwnerColumns", "grow"]
 
 Owner = tuple[str, str, str, str]  # record id, user, scope, agent
+
+
+def grow(arrays: object, names: Sequence[str], size: int, needed: int) -> None:
+    """Make the arrays ``names`` of ``arrays`` hold ``needed`` rows, keeping the first
+    ``size``: capacity doubles (at least 64), so appends cost amortised O(1). Old
+    arrays are replaced, never resized, so a reader holding one stays valid."""
+    first = getattr(arrays, names[0])
+    if needed <= first.shape[0]:
+        return
+    capacity = max(needed, 2 * first.shape[0], 64)
+    for name in names:
+        old = getattr(arrays, name)
+        grown = np.zeros((capacity, *old.shape[1:]), dtype=old.dtype)
+        grown[:size] = old[:size]
+        setattr(arrays, name, grown)
 
 
 class OwnerColumns:
@@ -41,12 +56,7 @@ class OwnerColumns:
     def append(self, owners: Sequence[Owner]) -> None:
         """Add rows after the last one."""
         start, needed = self.size, self.size + len(owners)
-        if needed > self.users.shape[0]:
-            capacity = max(needed, 2 * self.users.shape[0], 64)
-            for name in ("users", "scopes", "agents"):
-                grown = np.zeros(capacity, dtype=np.int32)
-                grown[:start] = getattr(self, name)[:start]
-                setattr(self, name, grown)
+        grow(self, ("users", "scopes", "agents"), start, needed)
         self.users[start:needed] = [self._code(owner[1]) for owner in owners]
         self.scopes[start:needed] = [self._code(owner[2]) for owner in owners]
         self.agents[start:needed] = [self._code(owner[3]) for owner in owners]

@@ -34,7 +34,7 @@ import numpy as np
 import snowballstemmer
 from numpy.typing import NDArray
 
-from engram.store.columns import OwnerColumns
+from engram.store.columns import OwnerColumns, grow
 from engram.store.lexical import STOPWORDS
 from engram.store.predicate import Visibility
 
@@ -110,10 +110,7 @@ class LexicalPartition:
         if not rows:
             return
         start, needed = self.size, self.size + len(rows)
-        if needed > self.lengths.shape[0]:
-            grown = np.zeros(max(needed, 2 * self.lengths.shape[0], 64), dtype=np.int32)
-            grown[:start] = self.lengths[:start]
-            self.lengths = grown
+        grow(self, ("lengths",), start, needed)
         rows_of, freqs_of, lengths = self._rows, self._freqs, []
         for at, row in enumerate(rows, start):
             words = tokens(row[5])

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engram.store import quantize
-from engram.store.columns import OwnerColumns
+from engram.store.columns import OwnerColumns, grow
 from engram.store.predicate import Visibility
 
 __all__ = ["Partition", "Scan", "ScanPolicy", "VectorRow", "top_k"]
@@ -66,8 +66,7 @@ class Partition:
         if not rows:
             return
         start, needed = self.size, self.size + len(rows)
-        if needed > self.matrix.shape[0]:
-            self._grow(max(needed, 2 * self.matrix.shape[0], 64))
+        grow(self, ("matrix", "codes", "scales"), start, needed)
         for lo in range(0, len(rows), _APPEND_CHUNK):  # bounded temporaries at 1M rows
             chunk = rows[lo : lo + _APPEND_CHUNK]
             first, last = start + lo, start + lo + len(chunk)
@@ -79,13 +78,6 @@ class Partition:
         self.owners.append([(row[1], row[2], row[3], row[4]) for row in rows])
         self.rows_by_id.update((row[1], start + i) for i, row in enumerate(rows))
         self.cursor = rows[-1][0]
-
-    def _grow(self, capacity: int) -> None:
-        for name in ("matrix", "codes", "scales"):
-            old = getattr(self, name)
-            grown = np.zeros((capacity, *old.shape[1:]), dtype=old.dtype)
-            grown[: self.size] = old[: self.size]
-            setattr(self, name, grown)
 
     def visible_rows(self, vis: Visibility) -> NDArray[np.intp]:
         """Row numbers ``vis`` may read."""
