@@ -21,10 +21,13 @@ from engram.store.predicate import Subject, Visibility
 __all__ = ["UsageRecorder"]
 
 
+_Trace = tuple[str, str, str, int, dict[str, object]]  # id, tenant, user, at, body
+
+
 @dataclass
 class _Pending:
     touches: list[tuple[Visibility, list[str], int]] = field(default_factory=list)
-    traces: OrderedDict[str, tuple[str, str, str, int, str]] = field(default_factory=OrderedDict)
+    traces: OrderedDict[str, _Trace] = field(default_factory=OrderedDict)
 
 
 class UsageRecorder:
@@ -43,8 +46,9 @@ class UsageRecorder:
 
     def record(self, vis: Visibility, ids: list[str], at_us: int, trace_id: str,
                body: dict[str, object]) -> None:  # fmt: skip
-        """Queue one recall's selections and trace."""
-        row = (trace_id, vis.tenant_id, vis.user_id, at_us, json.dumps(body))
+        """Queue one recall's selections and trace (serialised when written, off the
+        read path)."""
+        row = (trace_id, vis.tenant_id, vis.user_id, at_us, body)
         with self._lock:
             if ids:
                 self._pending.touches.append((vis, ids, at_us))
@@ -57,7 +61,7 @@ class UsageRecorder:
             row = self._pending.traces.get(trace_id)
         if row is None or (row[1], row[2]) != (subject.tenant_id, subject.user_id):
             return None
-        return row[4]
+        return json.dumps(row[4])
 
     def flush(self) -> None:
         """Write everything queued, in one transaction."""
@@ -69,7 +73,8 @@ class UsageRecorder:
             with self._store.transaction():
                 for vis, ids, at in pending.touches:
                     self._store.touch(vis, ids, at)
-                self._store.put_traces(list(pending.traces.values()), self._keep)
+                rows = [(*row[:4], json.dumps(row[4])) for row in pending.traces.values()]
+                self._store.put_traces(rows, self._keep)
         except EngramError:
             return  # usage is best-effort: a busy or closed store must not break reads
 
