@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from engram.recall.rerank import forget_cached_texts
 from engram.store.audit import AuditEntry
 from engram.store.base import Store
 from engram.store.predicate import NO_USER, Subject, Tenant, Visibility
@@ -63,6 +64,7 @@ def forget(
                                       record.user_id or NO_USER, actor, "DELETE",
                                       chain + derived, "forget"))  # fmt: skip
     store.forget_partition(Subject(record.tenant_id, record.user_id or NO_USER))
+    forget_cached_texts()
     verified = not store.fetch(vis, chain) and not store.derived_ids(Tenant(vis.tenant_id), chain)
     return ForgetReceipt(tuple(chain), tuple(derived), verified)
 
@@ -78,5 +80,6 @@ def erase_subject(store: Store, tenant_id: str, user_id: str, now: datetime) -> 
         store.append_audit(AuditEntry(to_micros(now) or 0, tenant_id, user_id, "admin",
                                       "ERASE", [], f"erased {len(own)} records"))  # fmt: skip
     store.forget_partition(subject)
+    forget_cached_texts()
     verified = store.subject_residue(subject) == 0 and not store.derived_ids(Tenant(tenant_id), own)
     return ErasureReceipt(tenant_id, user_id, len(own), len(derived), traces, verified)

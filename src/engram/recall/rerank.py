@@ -45,7 +45,7 @@ from engram.scope import scope_kind
 from engram.store.lexical import stem, terms
 from engram.types import Record
 
-__all__ = ["rerank"]
+__all__ = ["forget_cached_texts", "rerank"]
 
 _NARROW = frozenset({"task", "session", "repo", "project"})
 _LN2 = math.log(2.0)
@@ -56,6 +56,11 @@ def _stems(text: str) -> frozenset[str]:
     """Stems of a text's content words; cached, because the same memories come back
     as candidates request after request."""
     return frozenset(stem(word) for word in terms(text))
+
+
+def forget_cached_texts() -> None:
+    """Drop the cached stems of memory texts (after a forget or an erasure)."""
+    _stems.cache_clear()
 
 
 def _freshness(record: Record, half_life: float | None, now: datetime) -> float:

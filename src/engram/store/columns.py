@@ -63,9 +63,13 @@ class OwnerColumns:
         self.ids.extend(owner[0] for owner in owners)
         self.size = needed
 
-    def visible(self, vis: Visibility) -> tuple[NDArray[np.bool_], NDArray[np.intp]]:
-        """The mask of rows ``vis`` may read, and their row numbers."""
-        n, kept = self.size, self._visible
+    def visible(
+        self, vis: Visibility, size: int | None = None
+    ) -> tuple[NDArray[np.bool_], NDArray[np.intp]]:
+        """The mask of the first ``size`` rows (default: all) that ``vis`` may read,
+        and their row numbers. A caller that also reads other arrays passes the
+        size it read once: another thread may append meanwhile."""
+        n, kept = self.size if size is None else size, self._visible
         if kept is not None and kept[0] == vis and kept[1] == n:
             return kept[2], kept[3]
         mask = vis.row_mask(self.vocab, self.users[:n], self.scopes[:n], self.agents[:n])

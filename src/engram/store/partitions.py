@@ -4,6 +4,17 @@ Triggers keep per-(tenant, user) counters of inserts and deletes. A cached
 partition whose delete count still matches is brought up to date by appending
 the rows after its ``cursor``; any delete rebuilds it, since removing rows from
 the middle of packed arrays costs as much as loading them again.
+
+The cache only ever holds committed rows. A thread inside its own transaction
+reads through ``layers``: the cached partition as it is, plus a private partition
+of the rows after its cursor (or a private full load after a delete), so its own
+uncommitted rows are seen by it alone and vanish with a rollback, nested or not.
+
+No lock is held while rows load: ``_loading`` serialises loads (a loader on a
+single-connection store waits for the store's lock, which a transaction holds,
+and that transaction never waits for ``_loading``), and a load that began
+before a ``clear`` or ``drop_tenant`` is not installed afterwards (erasure must
+not be undone by a refresh in flight).
 """
 
 from __future__ import annotations
@@ -41,7 +52,9 @@ class PartitionCache(Generic[P]):
     def __init__(self, max_rows: int) -> None:
         self._max_rows = max_rows
         self._parts: OrderedDict[Key, P] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the dictionary only, never held while loading
+        self._loading = threading.Lock()
+        self._generation = 0
 
     def get(
         self,
@@ -51,20 +64,48 @@ class PartitionCache(Generic[P]):
         load: Callable[[int], Sequence[Any]],
         fits: Callable[[P], bool] = lambda part: True,
     ) -> P:
-        """The partition, refreshed to match ``counters`` (inserts, deletes):
-        ``load(after)`` returns the source rows after a cursor, in order."""
-        with self._lock:
-            part = self._parts.get(key)
+        """The partition, refreshed to match committed ``counters`` (inserts,
+        deletes): ``load(after)`` returns the source rows after a cursor, in order.
+        Never call this inside the caller's own transaction (see ``layers``)."""
+        with self._loading:
+            with self._lock:
+                part, generation = self._parts.get(key), self._generation
             if part is None or part.deletes != counters[1] or not fits(part):
                 part = make()
                 part.append(load(0))
             elif part.inserts != counters[0]:
-                part.append(load(part.cursor))
+                part.append(load(part.cursor))  # searches in flight cut at their own mask
             part.inserts, part.deletes = counters
-            self._parts[key] = part
-            self._parts.move_to_end(key)
-            self._evict()
+            with self._lock:
+                if generation == self._generation:
+                    self._parts[key] = part
+                    self._parts.move_to_end(key)
+                    self._evict()
             return part
+
+    def layers(
+        self,
+        key: Key,
+        counters: tuple[int, int],
+        make: Callable[[], P],
+        load: Callable[[int], Sequence[Any]],
+        fits: Callable[[P], bool] = lambda part: True,
+    ) -> list[P]:
+        """For a thread inside its own transaction (``counters`` include its
+        uncommitted changes): the cached committed partition and a private
+        partition of the rows after it, or one private full load. The cache is
+        read, never written."""
+        with self._lock:
+            part = self._parts.get(key)
+        if part is not None and part.deletes == counters[1] and fits(part):
+            if part.inserts == counters[0]:
+                return [part]
+            newer = make()
+            newer.append(load(part.cursor))
+            return [part, newer]
+        private = make()
+        private.append(load(0))
+        return [private]
 
     def current(self, key: Key, counters: tuple[int, int]) -> P | None:
         """The cached partition if it matches ``counters``; None rather than loading."""
@@ -80,15 +121,18 @@ class PartitionCache(Generic[P]):
             _, dropped = self._parts.popitem(last=False)
             total -= dropped.size
 
-    def drop_subject(self, tenant_id: str, user_id: str) -> None:
-        """Forget a subject's partitions now (erasure must not leave them in memory)."""
+    def drop_tenant(self, tenant_id: str) -> None:
+        """Forget a tenant's partitions now: erasure must not leave them in memory,
+        and a forgotten record's derived copies may sit in any of them."""
         with self._lock:
-            for key in [k for k in self._parts if k[0] == tenant_id and k[1] == user_id]:
+            self._generation += 1
+            for key in [k for k in self._parts if k[0] == tenant_id]:
                 del self._parts[key]
 
     def clear(self) -> None:
-        """Forget every partition (after a rollback or an index rebuild)."""
+        """Forget every partition (after an index rebuild)."""
         with self._lock:
+            self._generation += 1
             self._parts.clear()
 
 

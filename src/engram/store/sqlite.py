@@ -30,9 +30,10 @@ from engram.store.lexical import (
     match_expression,
     prune_common,
     rank_window,
+    stem,
     terms,
 )
-from engram.store.lexicon import Bm25, LexicalPartition, LexicalRow, query_terms
+from engram.store.lexicon import Bm25, LexicalPartition, LexicalRow, porter, query_terms
 from engram.store.partitions import PartitionCache, partitions_for
 from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
 from engram.store.rows import COLUMNS, record_from_values, record_to_row, to_micros
@@ -203,6 +204,11 @@ class SQLiteStore:
     def _records(self, query: queries.Query) -> list[Record]:
         return [record_from_values(row) for row in self._rows(query)]
 
+    def _in_own_transaction(self) -> bool:
+        """Whether this thread holds the open transaction (it sees uncommitted rows,
+        which must not reach the shared in-memory partitions)."""
+        return self._owner == threading.get_ident()
+
     @property
     def in_transaction(self) -> bool:
         """True while a transaction is open (then its thread holds the store's lock,
@@ -238,9 +244,6 @@ class SQLiteStore:
         if depth == 0:
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
-            self._cache.clear()
-            self._term_cache.clear()
-            self._lexicon.clear()
         else:
             self._conn.execute(f"ROLLBACK TO SAVEPOINT sp{depth}")
             self._conn.execute(f"RELEASE SAVEPOINT sp{depth}")
@@ -389,7 +392,7 @@ class SQLiteStore:
             return {}
         owner = (vis.tenant_id, vis.user_id)
         now = IndexVersion(totals.get("fts_changes", 0), totals.get("fts_deletes", 0))
-        cacheable = self._owner != threading.get_ident()  # not inside this thread's write
+        cacheable = not self._in_own_transaction()
         counts = self._term_cache.known(owner, words, now, cap) if cacheable else {}
         missing = [word for word in words if word not in counts]
         if missing:
@@ -473,7 +476,8 @@ class SQLiteStore:
         if not words:
             return []
         counters = self._partition_counters(vis, "lexical_state")
-        parts = [self._lexical_partition(subject, counters) for subject in partitions_for(vis)]
+        parts = [part for subject in partitions_for(vis)
+                 for part in self._lexical_partition(subject, counters)]  # fmt: skip
         found = lexicon.search(parts, vis, words, self._bm25_params)
         if not found:
             return []
@@ -491,7 +495,7 @@ class SQLiteStore:
 
     def _lexical_partition(
         self, subject: Subject, counters: dict[str, tuple[int, int]]
-    ) -> LexicalPartition:
+    ) -> list[LexicalPartition]:
         def load(after: int) -> list[LexicalRow]:
             cond, params = subject.sql("r")
             sql = (
@@ -503,7 +507,9 @@ class SQLiteStore:
 
         state = counters.get(subject.user_id, (0, 0))
         key = (subject.tenant_id, subject.user_id, "lexical")
-        return self._lexicon.get(key, state, LexicalPartition, load)
+        if self._in_own_transaction():
+            return self._lexicon.layers(key, state, LexicalPartition, load)
+        return [self._lexicon.get(key, state, LexicalPartition, load)]
 
     def _with_status(
         self, vis: Visibility, ids: Sequence[str], statuses: Sequence[str]
@@ -520,11 +526,11 @@ class SQLiteStore:
         scores: list[NDArray[np.float32]] = []
         estimated = False
         for subject in partitions_for(vis):
-            part = self._partition(subject, model, query.shape[0], counters)
-            rows, part_scores, part_estimated = part.search(vis, query, self._scan_policy)
-            parts.append((part, rows))
-            scores.append(part_scores.astype(np.float32, copy=False))
-            estimated = estimated or part_estimated
+            for part in self._partition(subject, model, query.shape[0], counters):
+                rows, part_scores, part_estimated = part.search(vis, query, self._scan_policy)
+                parts.append((part, rows))
+                scores.append(part_scores.astype(np.float32, copy=False))
+                estimated = estimated or part_estimated
         return Scan(parts, np.concatenate(scores), query, estimated)
 
     def _partition_counters(
@@ -540,7 +546,7 @@ class SQLiteStore:
 
     def _partition(
         self, subject: Subject, model: str, dim: int, counters: dict[str, tuple[int, int]]
-    ) -> Partition:
+    ) -> list[Partition]:
         def load(subj: Subject, after: int) -> list[VectorRow]:
             cond, params = subj.sql("v")
             sql = (
@@ -552,11 +558,13 @@ class SQLiteStore:
             return [(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
 
         state = counters.get(subject.user_id, (0, 0))
-        return self._cache.get(
+        read = self._cache.layers if self._in_own_transaction() else self._cache.get
+        found = read(
             (subject.tenant_id, subject.user_id, model), state,
             lambda: Partition(dimension=dim), lambda after: load(subject, after),
             lambda part: part.dimension == dim,
         )  # fmt: skip
+        return found if isinstance(found, list) else [found]
 
     def keyed(
         self, vis: Visibility, types: Sequence[str], statuses: Sequence[str], limit: int
@@ -671,10 +679,15 @@ class SQLiteStore:
         return self._run(f"DELETE FROM traces AS t WHERE {cond}", params).rowcount
 
     def forget_partition(self, subject: Subject) -> None:
-        """Drop a subject's in-memory vectors, postings and term counts immediately."""
-        self._cache.drop_subject(subject.tenant_id, subject.user_id)
-        self._lexicon.drop_subject(subject.tenant_id, subject.user_id)
+        """Drop from memory, now, everything a forget or an erasure must not leave
+        behind: the in-memory vectors, postings and term counts of the subject's
+        tenant (derived copies of its records may sit in any partition of the
+        tenant; they reload on the next search) and the process-wide stem caches."""
+        self._cache.drop_tenant(subject.tenant_id)
+        self._lexicon.drop_tenant(subject.tenant_id)
         self._term_cache.drop_tenant(subject.tenant_id)
+        stem.cache_clear()
+        porter.cache_clear()
 
     def touch(self, vis: Visibility, ids: Sequence[str], now_us: int) -> None:
         """Count one access of each visible record in ``ids``."""

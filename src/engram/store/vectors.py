@@ -89,7 +89,7 @@ class Partition:
         found = {}
         for record_id in ids:
             row = self.rows_by_id.get(record_id)
-            if row is not None and mask[row]:
+            if row is not None and row < mask.size and mask[row]:
                 found[record_id] = self.matrix[row]
         return found
 
@@ -98,8 +98,8 @@ class Partition:
     ) -> tuple[NDArray[np.intp], NDArray[np.float32], bool]:
         """Row numbers of visible rows, their cosine scores (rows are unit vectors),
         and whether those scores are int8 estimates rather than exact."""
-        n = self.size
-        rows = self.visible_rows(vis)
+        n = self.size  # read once: another thread may append meanwhile
+        rows = self.owners.visible(vis, n)[1]
         policy = scan or ScanPolicy()
         # For a mostly visible partition, scoring every row beats copying the visible
         # ones first.
@@ -256,13 +256,19 @@ _SAMPLE_SIZE = 2048
 
 
 def top_k(scan: Scan, k: int) -> list[tuple[str, float]]:
-    """The k best (id, score) pairs, best first. Estimated scores only choose a
-    shortlist; the pairs carry exact scores, ranked by them."""
+    """The k best (id, score) pairs, best first; equal scores in position order, so
+    the answer is the same with or without estimates. Estimated scores only choose
+    a shortlist (with every row tied at its cutoff); the pairs carry exact scores,
+    ranked by them. A shortlist can still miss exact top rows when more than it
+    holds lie within the int8 error (about 1e-3) of the cutoff: thousands of
+    near-identical vectors."""
     scores, n = scan.scores, scan.scores.size
     if k <= 0 or n == 0:
         return []
     wanted = min(n, scan.shortlist(k)) if scan.estimated else min(n, k)
     best = best_positions(scores, wanted)
+    if best.size < n:  # every row tied with the cutoff, so ties break the same way
+        best = np.union1d(best, np.flatnonzero(scores == scores[best].min()))
     exact = scan.exact(best) if scan.estimated else scores[best]
-    order = np.argsort(-exact, kind="stable")[:k]
+    order = np.lexsort((best, -exact))[:k]  # best score first, then lowest position
     return list(zip(scan.record_ids(best[order]), exact[order].tolist(), strict=True))
