@@ -9,6 +9,7 @@ with ``json_each``, so the SQL text is constant whatever the list length.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,6 +41,8 @@ Query = tuple[str, dict[str, Any]]
 _SELECT_COLS = "SELECT " + ", ".join(f"r.{column}" for column in COLUMNS)
 SELECT = _SELECT_COLS + " FROM records r"
 _STATUS = "r.status IN (SELECT value FROM json_each(:statuses))"
+# SQLite 3.35+ can be told to compute a CTE once; older versions may compute it per use.
+_MATERIALIZED = "MATERIALIZED " if sqlite3.sqlite_version_info >= (3, 35) else ""
 
 
 def _json(values: Sequence[str]) -> str:
@@ -179,7 +182,7 @@ def lexical(
     if window is not None:
         ranked = f"SELECT rid, score FROM ({ranked} ORDER BY rowid DESC LIMIT :window)"
     sql = (
-        f"WITH f AS MATERIALIZED ({ranked} ORDER BY score LIMIT :depth),"
+        f"WITH f AS {_MATERIALIZED}({ranked} ORDER BY score LIMIT :depth),"
         " hits AS (SELECT r.id AS id, f.score AS score FROM f"
         f" CROSS JOIN records r ON r.rowid = f.rid WHERE {cond} AND {_STATUS}"
         " ORDER BY f.score LIMIT :limit)"

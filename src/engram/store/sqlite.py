@@ -791,8 +791,11 @@ class SQLiteStore:
     # -- derived index maintenance ----------------------------------------------
 
     def rebuild_lexical(self) -> None:
-        """Regenerate the FTS5 index from the records table."""
+        """Regenerate the FTS5 index from the records table (and forget the term
+        counts and postings read from it)."""
         self._run("INSERT INTO records_fts (records_fts) VALUES ('rebuild')")
+        self._term_cache.clear()
+        self._lexicon.clear()
 
     def iter_all(self, batch: int) -> Iterator[list[Record]]:
         """Every record of the store in rowid order, in batches (index rebuild only)."""

@@ -238,6 +238,8 @@ def best_positions(scores: NDArray[np.float32], m: int) -> NDArray[np.intp]:
     same. An unlucky sample falls back to the full partition.
     """
     n = scores.size
+    if m <= 0:
+        return np.zeros(0, dtype=np.intp)
     if m >= n:
         return np.arange(n)
     if n >= _SAMPLE_FROM:
