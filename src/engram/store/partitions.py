@@ -94,7 +94,9 @@ class PartitionCache(Generic[P]):
         """For a thread inside its own transaction (``counters`` include its
         uncommitted changes): the cached committed partition and a private
         partition of the rows after it, or one private full load. The cache is
-        read, never written."""
+        read, never written, so a recall inside a transaction on a cold cache (or
+        after a delete) loads the whole partition each time: a cost only callers
+        who read inside their own transactions pay (the write path never does)."""
         with self._lock:
             part = self._parts.get(key)
         if part is not None and part.deletes == counters[1] and fits(part):
