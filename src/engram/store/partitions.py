@@ -6,7 +6,7 @@ the rows after its ``cursor``; any delete rebuilds it, since removing rows from
 the middle of packed arrays costs as much as loading them again.
 
 The cache only ever holds committed rows. A thread inside its own transaction
-reads through ``layers``: the cached partition as it is, plus a private partition
+reads through ``read(private=True)``: the cached partition as it is, plus a private partition
 of the rows after its cursor (or a private full load after a delete), so its own
 uncommitted rows are seen by it alone and vanish with a rollback, nested or not.
 
@@ -56,17 +56,33 @@ class PartitionCache(Generic[P]):
         self._loading = threading.Lock()
         self._generation = 0
 
-    def get(
+    def read(
         self,
         key: Key,
         counters: tuple[int, int],
         make: Callable[[], P],
         load: Callable[[int], Sequence[Any]],
+        *,
+        private: bool = False,
         fits: Callable[[P], bool] = lambda part: True,
-    ) -> P:
-        """The partition, refreshed to match committed ``counters`` (inserts,
-        deletes): ``load(after)`` returns the source rows after a cursor, in order.
-        Never call this inside the caller's own transaction (see ``layers``)."""
+    ) -> list[P]:
+        """The partitions holding the rows ``counters`` (inserts, deletes) describe:
+        ``load(after)`` returns the source rows after a cursor, in order.
+
+        Outside a transaction: the shared partition, refreshed. For a thread
+        inside its own transaction (``private``; ``counters`` include its
+        uncommitted changes): the cached committed partition and a private
+        partition of the rows after it, or one private full load. The cache is
+        then read, never written, so a recall inside a transaction on a cold cache
+        (or after a delete) loads the whole partition each time: a cost only
+        callers who read inside their own transactions pay (the write path never
+        does).
+        """
+        if private:
+            with self._lock:
+                part = self._parts.get(key)
+            usable = part is not None and part.deletes == counters[1] and fits(part)
+            return self._layers(part if usable else None, counters, make, load)
         with self._loading:
             with self._lock:
                 part, generation = self._parts.get(key), self._generation
@@ -81,33 +97,20 @@ class PartitionCache(Generic[P]):
                     self._parts[key] = part
                     self._parts.move_to_end(key)
                     self._evict()
-            return part
+            return [part]
 
-    def layers(
-        self,
-        key: Key,
+    @staticmethod
+    def _layers(
+        cached: P | None,
         counters: tuple[int, int],
         make: Callable[[], P],
         load: Callable[[int], Sequence[Any]],
-        fits: Callable[[P], bool] = lambda part: True,
     ) -> list[P]:
-        """For a thread inside its own transaction (``counters`` include its
-        uncommitted changes): the cached committed partition and a private
-        partition of the rows after it, or one private full load. The cache is
-        read, never written, so a recall inside a transaction on a cold cache (or
-        after a delete) loads the whole partition each time: a cost only callers
-        who read inside their own transactions pay (the write path never does)."""
-        with self._lock:
-            part = self._parts.get(key)
-        if part is not None and part.deletes == counters[1] and fits(part):
-            if part.inserts == counters[0]:
-                return [part]
-            newer = make()
-            newer.append(load(part.cursor))
-            return [part, newer]
-        private = make()
-        private.append(load(0))
-        return [private]
+        if cached is not None and cached.inserts == counters[0]:
+            return [cached]
+        extra = make()
+        extra.append(load(0 if cached is None else cached.cursor))
+        return [extra] if cached is None else [cached, extra]
 
     def current(self, key: Key, counters: tuple[int, int]) -> P | None:
         """The cached partition if it matches ``counters``; None rather than loading."""

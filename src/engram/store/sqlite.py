@@ -39,7 +39,7 @@ from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
 from engram.store.rows import COLUMNS, record_from_values, record_to_row, to_micros
 from engram.store.schema import MIGRATIONS
 from engram.store.term_counts import IndexVersion, TermCountCache
-from engram.store.vectors import Partition, Scan, ScanPolicy, VectorRow, best_positions, top_k
+from engram.store.vectors import Partition, Scan, ScanPolicy, VectorRow, ranked_positions, top_k
 from engram.types import Record
 
 __all__ = ["SQLiteStore", "Tracer"]
@@ -487,9 +487,9 @@ class SQLiteStore:
         which = np.concatenate([np.full(r.size, i) for i, (_, r, _) in enumerate(found)])
 
         def ranked(k: int) -> list[tuple[str, float]]:
-            best = best_positions(scores, k)
-            best = best[np.argsort(-scores[best], kind="stable")]
-            return [(ids[which[p]][rows[p]], float(scores[p])) for p in best.tolist()]
+            best, best_scores = ranked_positions(scores, k)
+            found_ids = [ids[which[p]][rows[p]] for p in best.tolist()]
+            return list(zip(found_ids, best_scores.tolist(), strict=True))
 
         return self._alive_top(vis, statuses, limit, scores.size, ranked)
 
@@ -507,9 +507,9 @@ class SQLiteStore:
 
         state = counters.get(subject.user_id, (0, 0))
         key = (subject.tenant_id, subject.user_id, "lexical")
-        if self._in_own_transaction():
-            return self._lexicon.layers(key, state, LexicalPartition, load)
-        return [self._lexicon.get(key, state, LexicalPartition, load)]
+        return self._lexicon.read(
+            key, state, LexicalPartition, load, private=self._in_own_transaction()
+        )
 
     def _with_status(
         self, vis: Visibility, ids: Sequence[str], statuses: Sequence[str]
@@ -558,13 +558,11 @@ class SQLiteStore:
             return [(r[0], r[1], r[2], r[3], r[4], r[5]) for r in rows]
 
         state = counters.get(subject.user_id, (0, 0))
-        read = self._cache.layers if self._in_own_transaction() else self._cache.get
-        found = read(
+        return self._cache.read(
             (subject.tenant_id, subject.user_id, model), state,
             lambda: Partition(dimension=dim), lambda after: load(subject, after),
-            lambda part: part.dimension == dim,
+            private=self._in_own_transaction(), fits=lambda part: part.dimension == dim,
         )  # fmt: skip
-        return found if isinstance(found, list) else [found]
 
     def keyed(
         self, vis: Visibility, types: Sequence[str], statuses: Sequence[str], limit: int

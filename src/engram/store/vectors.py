@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -29,7 +29,9 @@ from engram.store import quantize
 from engram.store.columns import OwnerColumns, grow
 from engram.store.predicate import Visibility
 
-__all__ = ["Partition", "Scan", "ScanPolicy", "VectorRow", "top_k"]
+__all__ = [
+    "Partition", "Scan", "ScanPolicy", "VectorRow", "best_positions", "ranked_positions", "top_k",
+]  # fmt: skip
 
 _APPEND_CHUNK = 65_536  # rows encoded at once: float temporaries stay under 100 MB
 
@@ -257,20 +259,38 @@ _SAMPLE_FROM = 16_384
 _SAMPLE_SIZE = 2048
 
 
+def ranked_positions(
+    scores: NDArray[np.float32],
+    k: int,
+    wanted: int | None = None,
+    rescore: Callable[[NDArray[np.intp]], NDArray[np.float32]] | None = None,
+) -> tuple[NDArray[np.intp], NDArray[np.float32]]:
+    """The ``k`` best positions of ``scores`` and their scores, best first; equal
+    scores in position order, so an answer never depends on how it was found.
+
+    ``wanted`` (at least ``k``) positions are shortlisted, with every position
+    tied at the shortlist's cutoff; ``rescore`` replaces the shortlist's scores
+    (exact scores for int8 estimates) before the final order.
+    """
+    n = scores.size
+    if k <= 0 or n == 0:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float32)
+    best = best_positions(scores, min(n, max(k, wanted or k)))
+    if best.size < n:
+        best = np.union1d(best, np.flatnonzero(scores == scores[best].min()))
+    final = scores[best] if rescore is None else rescore(best)
+    order = np.lexsort((best, -final))[:k]  # best score first, then lowest position
+    return best[order], final[order]
+
+
 def top_k(scan: Scan, k: int) -> list[tuple[str, float]]:
-    """The k best (id, score) pairs, best first; equal scores in position order, so
-    the answer is the same with or without estimates. Estimated scores only choose
-    a shortlist (with every row tied at its cutoff); the pairs carry exact scores,
+    """The k best (id, score) pairs of a scan, best first (``ranked_positions``).
+    Estimated scores only choose a shortlist; the pairs carry exact scores,
     ranked by them. A shortlist can still miss exact top rows when more than it
     holds lie within the int8 error (about 1e-3) of the cutoff: thousands of
     near-identical vectors."""
-    scores, n = scan.scores, scan.scores.size
-    if k <= 0 or n == 0:
-        return []
-    wanted = min(n, scan.shortlist(k)) if scan.estimated else min(n, k)
-    best = best_positions(scores, wanted)
-    if best.size < n:  # every row tied with the cutoff, so ties break the same way
-        best = np.union1d(best, np.flatnonzero(scores == scores[best].min()))
-    exact = scan.exact(best) if scan.estimated else scores[best]
-    order = np.lexsort((best, -exact))[:k]  # best score first, then lowest position
-    return list(zip(scan.record_ids(best[order]), exact[order].tolist(), strict=True))
+    if scan.estimated:
+        chosen, exact = ranked_positions(scan.scores, k, scan.shortlist(k), scan.exact)
+    else:
+        chosen, exact = ranked_positions(scan.scores, k)
+    return list(zip(scan.record_ids(chosen), exact.tolist(), strict=True))
