@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from engram import Context, Engram
-from engram.config import Config, StoreConfig
+from engram.config import StoreConfig
 from engram.errors import ConfigError
 from engram.scope import resolve
 from engram.store.lexicon import Bm25, LexicalPartition, porter, query_terms, search, tokens
@@ -70,18 +70,14 @@ def test_statistics_span_the_callers_partitions() -> None:
     assert found[0][2][0] == pytest.approx(idf * 2.2 / (1 + 1.2), rel=1e-5)  # length == avg
 
 
-def _open(open_mem: Callable[..., Engram], path: Path, engine: str = "memory") -> Engram:
-    return open_mem(f"sqlite:///{path}", config=Config(store=StoreConfig(lexical_engine=engine)))
-
-
 def _contents(mem: Engram, ctx: Context, hits: list[tuple[str, float]]) -> list[str]:
     return [mem.get(ctx, i).content for i, _ in hits]
 
 
 def test_writes_and_forgets_reach_a_cached_partition(
-    open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context
+    tmp_path: Path, ctx: Context, open_engine: Callable[..., Engram]
 ) -> None:
-    mem = _open(open_mem, tmp_path / "w.db")
+    mem = open_engine(tmp_path / "w.db")
     vis = Visibility.of(resolve(ctx))
     first = mem.remember(ctx, "the zebra crossing is closed", type="fact").record
     assert first is not None
@@ -95,9 +91,9 @@ def test_writes_and_forgets_reach_a_cached_partition(
 
 
 def test_status_is_filtered_and_the_ranking_deepens(
-    open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context
+    tmp_path: Path, ctx: Context, open_engine: Callable[..., Engram]
 ) -> None:
-    mem = _open(open_mem, tmp_path / "s.db")
+    mem = open_engine(tmp_path / "s.db")
     vis = Visibility.of(resolve(ctx))
     for i in range(30):  # thirty versions of one key: only the last is active
         mem.remember(ctx, f"deploy target is region {i} deploy deploy", type="fact",
@@ -109,9 +105,9 @@ def test_status_is_filtered_and_the_ranking_deepens(
 
 
 def test_erasure_drops_the_partition_from_memory(
-    open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context
+    tmp_path: Path, ctx: Context, open_engine: Callable[..., Engram]
 ) -> None:
-    mem = _open(open_mem, tmp_path / "e.db")
+    mem = open_engine(tmp_path / "e.db")
     vis = Visibility.of(resolve(ctx))
     mem.remember(ctx, "private diagnosis note", type="fact")
     assert mem.store.lexical(vis, "diagnosis", ALL, 5)
@@ -124,9 +120,9 @@ def test_erasure_drops_the_partition_from_memory(
 
 @pytest.mark.parametrize("engine", ["memory", "fts5"])
 def test_both_engines_find_the_same_exact_match_first(
-    open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context, engine: str
+    tmp_path: Path, ctx: Context, engine: str, open_engine: Callable[..., Engram]
 ) -> None:
-    mem = _open(open_mem, tmp_path / f"{engine}.db", engine)
+    mem = open_engine(tmp_path / f"{engine}.db", engine)
     vis = Visibility.of(resolve(ctx))
     mem.remember_many(ctx, [{"content": f"release {i} shipped on time", "type": "fact"}
                             for i in range(20)])  # fmt: skip

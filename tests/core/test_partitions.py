@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from engram import Context, Engram
-from engram.config import Config, StoreConfig
 from engram.scope import resolve
 from engram.store.lexicon import porter
 from engram.store.predicate import Visibility
@@ -27,15 +26,11 @@ class Rollback(Exception):
     """Raised to roll a transaction back."""
 
 
-def _mem(open_mem: Callable[..., Engram], path: Path, engine: str = "memory") -> Engram:
-    return open_mem(f"sqlite:///{path}", config=Config(store=StoreConfig(lexical_engine=engine)))
-
-
 @pytest.mark.parametrize("engine", ["memory", "fts5"])
 def test_a_rolled_back_savepoint_leaves_no_trace_in_memory(
-    open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context, engine: str
+    tmp_path: Path, ctx: Context, engine: str, open_engine: Callable[..., Engram]
 ) -> None:
-    mem = _mem(open_mem, tmp_path / "s.db", engine)
+    mem = open_engine(tmp_path / "s.db", engine)
     vis = Visibility.of(resolve(ctx))
     model = mem.embedder.model_id
     mem.remember(ctx, "the office coffee machine is broken", type="fact")
@@ -58,9 +53,9 @@ def test_a_rolled_back_savepoint_leaves_no_trace_in_memory(
 
 
 def test_uncommitted_rows_do_not_change_another_threads_ranking(
-    open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context
+    tmp_path: Path, ctx: Context, open_engine: Callable[..., Engram]
 ) -> None:
-    mem = _mem(open_mem, tmp_path / "d.db")
+    mem = open_engine(tmp_path / "d.db")
     vis = Visibility.of(resolve(ctx))
     mem.remember(ctx, "alpha kiwi", type="fact")
     mem.remember(ctx, "bravo kiwi", type="fact")
@@ -123,20 +118,14 @@ def test_a_transaction_never_waits_for_a_partition_load(ctx: Context) -> None:
     mem.close()
 
 
-def _partition(rows: np.ndarray, users: list[str] | None = None) -> Partition:
-    part = Partition(dimension=rows.shape[1])
-    owners = users or ["u1"] * len(rows)
-    part.append([(i + 1, f"r{i}", owners[i], "user", "", rows[i].tobytes())
-                 for i in range(len(rows))])  # fmt: skip
-    return part
-
-
 @pytest.mark.parametrize("hidden", [False, True])
-def test_a_search_racing_an_append_keeps_rows_and_scores_aligned(hidden: bool) -> None:
+def test_a_search_racing_an_append_keeps_rows_and_scores_aligned(
+    hidden: bool, make_partition: Callable[..., Partition]
+) -> None:
     rng = np.random.default_rng(2)
     rows = rng.standard_normal((200, 16)).astype(np.float32)
     users = ["u1" if i % 2 or not hidden else "u2" for i in range(200)]
-    part = _partition(rows[:100], users[:100])
+    part = make_partition(rows[:100], users[:100])
     original = part.owners.visible
 
     def racing(vis: Visibility, size: int | None = None) -> Any:
@@ -152,9 +141,11 @@ def test_a_search_racing_an_append_keeps_rows_and_scores_aligned(hidden: bool) -
     np.testing.assert_allclose(scores, part.matrix[got] @ rows[0], rtol=1e-5)
 
 
-def test_vectors_of_racing_an_append_does_not_fail() -> None:
+def test_vectors_of_racing_an_append_does_not_fail(
+    make_partition: Callable[..., Partition],
+) -> None:
     rows = np.random.default_rng(4).standard_normal((20, 16)).astype(np.float32)
-    part = _partition(rows[:10])
+    part = make_partition(rows[:10])
     original = part.owners.visible
 
     def racing(vis: Visibility, size: int | None = None) -> Any:
@@ -166,14 +157,16 @@ def test_vectors_of_racing_an_append_does_not_fail() -> None:
     assert "r0" in part.vectors_of(VIS, ["r0", "new"])
 
 
-def test_exact_ties_break_the_same_way_with_and_without_estimates() -> None:
+def test_exact_ties_break_the_same_way_with_and_without_estimates(
+    make_partition: Callable[..., Partition]
+) -> None:
     rng = np.random.default_rng(1)
     rows = rng.standard_normal((20_000, 64)).astype(np.float32)
     rows /= np.linalg.norm(rows, axis=1, keepdims=True)
     rows[rng.choice(20_000, 200, replace=False)] = rows[0]  # one text stored 200 times
     picked = []
     for policy in (ScanPolicy(estimate_rows=0), ScanPolicy(estimate_rows=16_384)):
-        part = _partition(rows)
+        part = make_partition(rows)
         found, scores, estimated = part.search(VIS, rows[0], policy)
         picked.append(top_k(Scan([(part, found)], scores, rows[0], estimated), 10))
     assert [i for i, _ in picked[0]] == [i for i, _ in picked[1]]
@@ -181,9 +174,9 @@ def test_exact_ties_break_the_same_way_with_and_without_estimates() -> None:
 
 
 def test_forgetting_drops_derived_copies_and_cached_words(
-    open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context
+    tmp_path: Path, ctx: Context, open_engine: Callable[..., Engram]
 ) -> None:
-    mem = _mem(open_mem, tmp_path / "e.db")
+    mem = open_engine(tmp_path / "e.db")
     vis = Visibility.of(resolve(ctx))
     source = mem.remember(ctx, "my diagnosis is xyzzyplasia", type="fact").record
     assert source is not None

@@ -61,18 +61,11 @@ def test_best_positions_with_heavy_ties_falls_back_correctly() -> None:
     assert {5, 70, 49_999} <= set(got.tolist())
 
 
-def _partition(rows: np.ndarray, users: list[str]) -> Partition:
-    part = Partition(dimension=rows.shape[1])
-    part.append([(i + 1, f"r{i}", users[i], "user", "", rows[i].tobytes())
-                 for i in range(len(rows))])  # fmt: skip
-    return part
-
-
-def test_an_estimated_scan_ranks_by_exact_scores() -> None:
+def test_an_estimated_scan_ranks_by_exact_scores(make_partition: Callable[..., Partition]) -> None:
     rng = np.random.default_rng(3)
     rows = rng.standard_normal((3000, 48)).astype(np.float32)
     rows /= np.linalg.norm(rows, axis=1, keepdims=True)
-    part = _partition(rows, ["u1"] * 3000)
+    part = make_partition(rows, ["u1"] * 3000)
     vis = Visibility("t", "u1", "", (None, None, None, None))
     query = rows[11] + 0.2 * rng.standard_normal(48).astype(np.float32)
     exact_rows, exact_scores, estimated = part.search(vis, query, ScanPolicy())
@@ -86,9 +79,11 @@ def test_an_estimated_scan_ranks_by_exact_scores() -> None:
     np.testing.assert_allclose([s for _, s in got], [s for _, s in want], rtol=1e-6)
 
 
-def test_visible_rows_follow_the_caller_and_appends() -> None:
+def test_visible_rows_follow_the_caller_and_appends(
+    make_partition: Callable[..., Partition],
+) -> None:
     rows = np.eye(4, dtype=np.float32)
-    part = _partition(rows[:3], ["u1", "u2", "u1"])
+    part = make_partition(rows[:3], ["u1", "u2", "u1"])
     u1 = Visibility("t", "u1", "", (None, None, None, None))
     u2 = Visibility("t", "u2", "", (None, None, None, None))
     assert part.visible_rows(u1).tolist() == [0, 2]
@@ -194,13 +189,13 @@ def test_the_simd_kernels_keep_none_alive() -> None:
 
 
 def test_a_large_append_is_encoded_in_chunks_like_a_small_one(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, make_partition: Callable[..., Partition]
 ) -> None:
     rng = np.random.default_rng(11)
     rows = rng.standard_normal((50, 8)).astype(np.float32)
-    whole = _partition(rows, ["u1"] * 50)
+    whole = make_partition(rows, ["u1"] * 50)
     monkeypatch.setattr("engram.store.vectors._APPEND_CHUNK", 7)
-    chunked = _partition(rows, ["u1"] * 50)
+    chunked = make_partition(rows, ["u1"] * 50)
     np.testing.assert_array_equal(chunked.matrix[:50], whole.matrix[:50])
     np.testing.assert_array_equal(chunked.codes[:50], whole.codes[:50])
     np.testing.assert_array_equal(chunked.scales[:50], whole.scales[:50])
