@@ -175,7 +175,7 @@ def _calls(mem: Engram, ctx: Context, ids: dict[str, str]) -> dict[str, Callable
 PINNED = {
     "get": 1, "list": 1, "history": 2, "export": 1, "by_key": 1, "lexical": 4,
     "vector-cold": 5, "vector-warm": 3, "recent": 1, "recent-types": 1, "fetch": 1,
-    "keyed": 1, "vectors_of": 1, "neighbors": 1, "recall": 11,
+    "keyed": 1, "vectors_of": 1, "neighbors": 1, "recall": 9,
 }  # fmt: skip
 
 

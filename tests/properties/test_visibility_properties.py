@@ -210,6 +210,8 @@ def check_candidates(mem: Engram, world: World, ctx: Context, expected: set[str]
         found = [i for i, _ in mem.store.lexical(vis, " ".join(words), ALL, 10_000)]
         assert set(found) == matching
         assert len(mem.store.lexical(vis, " ".join(words), ALL, 3)) == min(3, len(matching))
+        hits = mem.store.lexical_hits(vis, " ".join(words), ALL, 10_000)
+        assert [r.id for r, _ in hits] == found
     query = mem.embedder.embed(["alpha bravo note"])[0]
     model = mem.embedder.model_id
     found = [i for i, _ in mem.store.vector(vis, query, model, ALL, 10_000)]
@@ -218,6 +220,12 @@ def check_candidates(mem: Engram, world: World, ctx: Context, expected: set[str]
     assert len(mem.store.vector(vis, query, model, ALL, 4)) == min(4, len(expected))
     found_active = {i for i, _ in mem.store.vector(vis, query, model, ("active",), 10_000)}
     assert found_active == active
+    hits = mem.store.vector_hits(vis, query, model, ALL, 10_000)
+    assert [r.id for r, _ in hits] == found
+    # records already read are reused, not trusted: their status is checked again
+    known = {r.id: r for r, _ in hits}
+    again = mem.store.vector_hits(vis, query, model, ("active",), 10_000, known=known)
+    assert {r.id for r, _ in again} == active
     if hasattr(mem.store, "keyed"):
         assert {r.id for r in mem.store.keyed(vis, ["fact"], ALL, 10_000)} == keyed
     if hasattr(mem.store, "neighbors"):

@@ -4,7 +4,7 @@ Channels (all under the scope predicate, inside the storage query):
 
 * ``key``: keyed records of structured types (exact, deterministic lookup);
 * ``working``: task state of the caller's task and session;
-* ``lexical``: BM25 over FTS5;
+* ``lexical``: BM25 (in-memory postings, or FTS5);
 * ``vector``: exact cosine over the caller's vector partitions;
 * ``context``: the episodes observed just before and after the best episodic
   candidates (a conversation turn is often only meaningful next to its
@@ -13,8 +13,8 @@ Channels (all under the scope predicate, inside the storage query):
 A channel that fails is reported in the trace and the others still answer (the
 pipeline turns that into status ``partial``). Each candidate keeps the channels
 that found it, its rank and raw score in each, and its fused RRF score. The
-vector and lexical channels may run on worker threads beside the others
-(``overlapped_channels``).
+bulk of the vector and lexical channels may run on a worker thread beside the
+others (``overlapped_channels``).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from engram.types import Record
 __all__ = ["Sources", "gather"]
 
 Hits = list[tuple[Record, float]]
+Known = dict[str, Record]  # the records this request has read, by id
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +54,23 @@ class Sources:
     vector_error: str | None = None
 
 
-def _key(plan: Plan, src: Sources, config: RecallConfig) -> Hits:
+class _NoQueryVector(EngramError):
+    """The query could not be embedded; ``args[0]`` names the error that prevented it."""
+
+
+def _query_vector(src: Sources) -> NDArray[np.float32]:
+    if src.query_vector is None:
+        raise _NoQueryVector(src.vector_error or "no query vector")
+    return src.query_vector
+
+
+def _key(plan: Plan, src: Sources, config: RecallConfig, known: Known, bulk: object) -> Hits:
     types = [t for t in plan.types if t not in config.working_types]
     records = src.store.keyed(src.vis, types, plan.statuses, plan.limits["key"])
     return [(r, 1.0) for r in records]
 
 
-def _working(plan: Plan, src: Sources, config: RecallConfig) -> Hits:
+def _working(plan: Plan, src: Sources, config: RecallConfig, known: Known, bulk: object) -> Hits:
     types = [t for t in plan.types if t in config.working_types]
     if not types:
         return []
@@ -67,33 +78,37 @@ def _working(plan: Plan, src: Sources, config: RecallConfig) -> Hits:
     return [(r, 1.0) for r in records]
 
 
-IdHits = list[tuple[str, float]]
+def _lexical_scan(plan: Plan, src: Sources) -> object:
+    return src.store.lexical_scan(src.vis, plan.query, plan.statuses, plan.limits["lexical"])
 
 
-def _lexical(plan: Plan, src: Sources, config: RecallConfig) -> IdHits:
-    return src.store.lexical(src.vis, plan.query, plan.statuses, plan.limits["lexical"])
+def _lexical(plan: Plan, src: Sources, config: RecallConfig, known: Known, bulk: object) -> Hits:
+    return src.store.lexical_hits(src.vis, plan.query, plan.statuses, plan.limits["lexical"],
+                                  scan=bulk, known=known)  # fmt: skip
 
 
-class _NoQueryVector(EngramError):
-    """The query could not be embedded; ``args[0]`` names the error that prevented it."""
+def _vector_scan(plan: Plan, src: Sources) -> object:
+    return src.store.vector_scan(src.vis, _query_vector(src), src.model)
 
 
-def _vector(plan: Plan, src: Sources, config: RecallConfig) -> IdHits:
-    if src.query_vector is None:
-        raise _NoQueryVector(src.vector_error or "no query vector")
-    return src.store.vector(src.vis, src.query_vector, src.model, plan.statuses,
-                            plan.limits["vector"])  # fmt: skip
+def _vector(plan: Plan, src: Sources, config: RecallConfig, known: Known, bulk: object) -> Hits:
+    return src.store.vector_hits(src.vis, _query_vector(src), src.model, plan.statuses,
+                                 plan.limits["vector"], scan=bulk, known=known)  # fmt: skip
 
 
-_RECORD_CHANNELS: dict[str, Callable[[Plan, Sources, RecallConfig], Hits]] = {
+_CHANNELS: dict[str, Callable[[Plan, Sources, RecallConfig, Known, object], Hits]] = {
     "key": _key,
     "working": _working,
-}
-# These find ids; their records are fetched by the calling thread (``_finish``), so
-# a worker thread does only the search, which is mostly GIL-free.
-_ID_CHANNELS: dict[str, Callable[[Plan, Sources, RecallConfig], IdHits]] = {
     "lexical": _lexical,
     "vector": _vector,
+}
+# Channels that can overlap the others: a worker thread runs only their bulk phase
+# (the vector scan is SIMD work that releases the GIL; SQLite releases it while it
+# steps), and the calling thread finishes them: ranks, checks status, decodes
+# records (Python, which would hold the GIL against this thread).
+_BULK: dict[str, Callable[[Plan, Sources], object]] = {
+    "lexical": _lexical_scan,
+    "vector": _vector_scan,
 }
 
 
@@ -102,40 +117,33 @@ def _failed(report: ChannelReport, exc: EngramError) -> None:
     report.error = str(exc) if isinstance(exc, _NoQueryVector) else type(exc).__name__
 
 
+class _Bulk:
+    """A channel's bulk phase, run on the worker, or the error it raised."""
+
+    def __init__(self, name: str, plan: Plan, src: Sources, report: ChannelReport) -> None:
+        start = time.perf_counter()
+        self.result: object | None = None
+        self.error: EngramError | None = None
+        try:
+            self.result = _BULK[name](plan, src)
+        except EngramError as exc:
+            self.error = exc
+        report.ms += (time.perf_counter() - start) * 1000
+
+
 def _search(
-    name: str, plan: Plan, src: Sources, config: RecallConfig, report: ChannelReport
-) -> Hits | IdHits:  # fmt: skip
-    start = time.perf_counter()
-    found: Hits | IdHits
-    try:
-        if name in _ID_CHANNELS:
-            found = _ID_CHANNELS[name](plan, src, config)
-        else:
-            found = _RECORD_CHANNELS[name](plan, src, config)
-    except EngramError as exc:
-        _failed(report, exc)
-        found = []
-    report.ms += (time.perf_counter() - start) * 1000
-    return found
-
-
-def _finish(
-    name: str, found: Hits | IdHits, src: Sources, report: ChannelReport, known: dict[str, Record]
+    name: str, plan: Plan, src: Sources, config: RecallConfig, report: ChannelReport,
+    known: Known, bulk: _Bulk | None = None,
 ) -> Hits:  # fmt: skip
-    """Records for an id channel's hits (visible ones, in order; ``known`` holds the
-    records earlier channels fetched, so an id two channels found is read once);
-    counts either kind."""
+    """One channel's hits (or its bulk phase finished), recorded in ``known`` so an
+    id two channels found is decoded once; failures go to the report."""
     start = time.perf_counter()
     hits: Hits = []
     try:
-        if name in _ID_CHANNELS:
-            ids = [(str(i), score) for i, score in found]
-            missing = [i for i, _ in ids if i not in known]
-            known.update((r.id, r) for r in src.store.fetch(src.vis, missing) if missing)
-            hits = [(known[i], score) for i, score in ids if i in known]
-        else:
-            hits = [(record, score) for record, score in found if isinstance(record, Record)]
-            known.update((record.id, record) for record, _ in hits)
+        if bulk is not None and bulk.error is not None:
+            raise bulk.error
+        hits = _CHANNELS[name](plan, src, config, known, None if bulk is None else bulk.result)
+        known.update((record.id, record) for record, _ in hits)
     except EngramError as exc:
         _failed(report, exc)
     report.ms += (time.perf_counter() - start) * 1000
@@ -144,33 +152,30 @@ def _finish(
 
 
 def _run_channels(plan: Plan, src: Sources, config: RecallConfig, trace: Trace) -> dict[str, Hits]:
-    """Every channel of the plan. The ``overlapped_channels`` search one after
-    another on a worker thread while the others run here: the vector scan is SIMD
-    work and SQLite steps release the GIL, and a file store gives each thread its
-    own read connection, so the two threads overlap on separate cores (one worker,
-    not one per channel: on two cores a third busy thread only slows the other
-    two). Records are decoded here, not on the worker (decoding holds the GIL).
-    Not inside an open transaction: the worker would not see the transaction's own
-    writes (and on a single-connection store it would wait for the lock the caller
-    holds)."""
+    """Every channel of the plan. The bulk phases of ``overlapped_channels`` run one
+    after another on a worker thread while the other channels run here, and are
+    finished here (``_BULK``); a file store gives each thread its own read
+    connection. One worker, not one per channel: on two cores a third busy thread
+    only slows the other two. Not inside an open transaction: the worker would not
+    see the transaction's own writes (and on a single-connection store it would
+    wait for the lock the caller holds)."""
     reports = {name: ChannelReport(name) for name in plan.limits}
     trace.channels.update(reports)
     overlapped: list[str] = []
     if not src.store.in_transaction and len(plan.limits) > 1:
-        overlapped = [name for name in plan.limits if name in config.overlapped_channels]
+        overlapped = [n for n in plan.limits if n in config.overlapped_channels and n in _BULK]
         overlapped = overlapped if len(overlapped) < len(plan.limits) else overlapped[1:]
 
-    def search_overlapped() -> dict[str, Hits | IdHits]:
-        return {name: _search(name, plan, src, config, reports[name]) for name in overlapped}
+    def bulk_phases() -> dict[str, _Bulk]:
+        return {name: _Bulk(name, plan, src, reports[name]) for name in overlapped}
 
-    pending = _worker().submit(search_overlapped) if overlapped else None
-    known: dict[str, Record] = {}
-    hits = {name: _finish(name, _search(name, plan, src, config, reports[name]), src,
-                          reports[name], known)
+    pending = _worker().submit(bulk_phases) if overlapped else None
+    known: Known = {}
+    hits = {name: _search(name, plan, src, config, reports[name], known)
             for name in plan.limits if name not in overlapped}  # fmt: skip
     if pending is not None:
-        for name, found in pending.result().items():
-            hits[name] = _finish(name, found, src, reports[name], known)
+        for name, bulk in pending.result().items():
+            hits[name] = _search(name, plan, src, config, reports[name], known, bulk)
     return {name: hits[name] for name in plan.limits}
 
 

@@ -77,11 +77,40 @@ class Store(Protocol):
         """BM25 top-k as (id, score), higher is better."""
         ...
 
+    def lexical_scan(
+        self, vis: Visibility, text: str, statuses: Sequence[str], limit: int
+    ) -> object:
+        """The bulk of a lexical query, which another thread may run, for
+        ``lexical_hits(..., scan=)`` to finish."""
+        ...
+
+    def lexical_hits(
+        self, vis: Visibility, text: str, statuses: Sequence[str], limit: int,
+        scan: object | None = None, known: Mapping[str, Record] | None = None,
+    ) -> list[tuple[Record, float]]:  # fmt: skip
+        """``lexical`` as records; ``known`` records (read by this request under the
+        same visibility) are not read again."""
+        ...
+
     def vector(
         self, vis: Visibility, query: NDArray[np.float32], model: str,
-        statuses: Sequence[str], limit: int,
+        statuses: Sequence[str], limit: int, scan: object | None = None,
     ) -> list[tuple[str, float]]:  # fmt: skip
-        """Exact cosine top-k as (id, score)."""
+        """Exact cosine top-k as (id, score); ranks ``scan`` when one is given."""
+        ...
+
+    def vector_scan(self, vis: Visibility, query: NDArray[np.float32], model: str) -> object:
+        """The bulk of a vector query, which another thread may run: the scores of
+        every visible row, for ``vector_hits(..., scan=)`` to rank. A backend that
+        ranks inside its database returns something cheap and does the work later."""
+        ...
+
+    def vector_hits(
+        self, vis: Visibility, query: NDArray[np.float32], model: str,
+        statuses: Sequence[str], limit: int, scan: object | None = None,
+        known: Mapping[str, Record] | None = None,
+    ) -> list[tuple[Record, float]]:  # fmt: skip
+        """``vector`` as records, like ``lexical_hits``."""
         ...
 
     def recent(

@@ -18,6 +18,7 @@ from engram.store.rows import COLUMNS
 
 __all__ = [
     "Query",
+    "alive",
     "by_ids",
     "by_key",
     "derived_from",
@@ -69,6 +70,16 @@ def status_of(vis: Visibility, ids: Sequence[str], statuses: Sequence[str]) -> Q
     cond, params = vis.sql()
     sql = (
         "SELECT r.id FROM json_each(:ids) j CROSS JOIN records r ON r.id = j.value"
+        f" WHERE {cond} AND {_STATUS}"
+    )
+    return sql, {**params, "ids": _json(ids), "statuses": _json(statuses)}
+
+
+def alive(vis: Visibility, ids: Sequence[str], statuses: Sequence[str]) -> Query:
+    """Visible records among ``ids`` in one of ``statuses`` (order not preserved)."""
+    cond, params = vis.sql()
+    sql = (
+        f"{_SELECT_COLS} FROM json_each(:ids) j CROSS JOIN records r ON r.id = j.value"
         f" WHERE {cond} AND {_STATUS}"
     )
     return sql, {**params, "ids": _json(ids), "statuses": _json(statuses)}

@@ -36,6 +36,7 @@ from engram.store.lexical import (
 from engram.store.lexicon import Bm25, LexicalPartition, LexicalRow, porter, query_terms
 from engram.store.partitions import PartitionCache, partitions_for
 from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
+from engram.store.ranking import Ranking, alive_top
 from engram.store.rows import COLUMNS, record_from_values, record_to_row, to_micros
 from engram.store.schema import MIGRATIONS
 from engram.store.term_counts import IndexVersion, TermCountCache
@@ -309,8 +310,31 @@ class SQLiteStore:
         query left with only common terms ranks a bounded window of its newest
         matches (``fts_rank_window``; ``rank_window``).
         """
+        ranking = self.lexical_scan(vis, text, statuses, limit)
+        return alive_top(limit, ranking, partial(self._alive_ids, vis, statuses))
+
+    def lexical_scan(
+        self, vis: Visibility, text: str, statuses: Sequence[str], limit: int
+    ) -> Ranking:
+        """The lexical ranking (``lexical``), status unchecked for the ``memory``
+        engine; ``lexical_hits`` checks it."""
         if self.config.lexical_engine == "memory":
-            return self._lexical_memory(vis, text, statuses, limit)
+            return self._lexical_memory(vis, text)
+        return Ranking.of(self._lexical_fts(vis, text, statuses, limit))
+
+    def lexical_hits(
+        self, vis: Visibility, text: str, statuses: Sequence[str], limit: int,
+        scan: object | None = None, known: Mapping[str, Record] | None = None,
+    ) -> list[tuple[Record, float]]:  # fmt: skip
+        """``lexical`` as records: the status check reads them (``alive_top``)."""
+        if not isinstance(scan, Ranking):
+            scan = self.lexical_scan(vis, text, statuses, limit)
+        return alive_top(limit, scan, partial(self._alive_records, vis, statuses, known))
+
+    def _lexical_fts(
+        self, vis: Visibility, text: str, statuses: Sequence[str], limit: int
+    ) -> list[tuple[str, float]]:
+        """``lexical`` on FTS5 (status checked in the same statement)."""
         words = terms(text)
         if not words:
             return []
@@ -444,43 +468,47 @@ class SQLiteStore:
         model: str,
         statuses: Sequence[str],
         limit: int,
+        scan: object | None = None,
     ) -> list[tuple[str, float]]:
         """Candidate query: exact cosine top-k among visible rows with ``statuses``.
 
-        Raises ``IndexMismatch`` when stored vectors come from another model.
+        Ranks ``scan`` (from ``vector_scan`` with the same arguments) when given;
+        the status check is scoped by ``vis`` either way. Raises ``IndexMismatch``
+        when stored vectors come from another model.
         """
+        if not isinstance(scan, Scan):
+            scan = self.vector_scan(vis, query, model)
+        ranking = Ranking(partial(top_k, scan), scan.scores.size)
+        return alive_top(limit, ranking, partial(self._alive_ids, vis, statuses))
+
+    def vector_hits(
+        self, vis: Visibility, query: NDArray[np.float32], model: str,
+        statuses: Sequence[str], limit: int, scan: object | None = None,
+        known: Mapping[str, Record] | None = None,
+    ) -> list[tuple[Record, float]]:  # fmt: skip
+        """``vector`` as records: the status check reads them (``alive_top``)."""
+        if not isinstance(scan, Scan):
+            scan = self.vector_scan(vis, query, model)
+        ranking = Ranking(partial(top_k, scan), scan.scores.size)
+        return alive_top(limit, ranking, partial(self._alive_records, vis, statuses, known))
+
+    def vector_scan(self, vis: Visibility, query: NDArray[np.float32], model: str) -> Scan:
+        """Scores of every row ``vis`` may read (mostly SIMD work that releases the
+        GIL); ``vector`` ranks them and checks their status."""
         self.check_vector_model(model)
-        scan = self._scan(vis, np.ascontiguousarray(query, dtype=np.float32), model)
-        return self._alive_top(vis, statuses, limit, scan.scores.size, partial(top_k, scan))
+        return self._scan(vis, np.ascontiguousarray(query, dtype=np.float32), model)
 
-    def _alive_top(
-        self, vis: Visibility, statuses: Sequence[str], limit: int, total: int,
-        ranked: Callable[[int], list[tuple[str, float]]],
-    ) -> list[tuple[str, float]]:  # fmt: skip
-        """The best ``limit`` of an in-memory ranking whose status is in ``statuses``
-        (status changes, so SQL checks it), deepening while too few survive."""
-        wanted = limit
-        while True:
-            best = ranked(min(total, max(2 * wanted, wanted + 8)))
-            alive = self._with_status(vis, [i for i, _ in best], statuses)
-            hits = [(i, s) for i, s in best if i in alive]
-            if len(hits) >= limit or len(best) >= total:
-                return hits[:limit]
-            wanted *= 4
-
-    def _lexical_memory(
-        self, vis: Visibility, text: str, statuses: Sequence[str], limit: int
-    ) -> list[tuple[str, float]]:
-        """BM25 over the caller's in-memory lexical partitions."""
+    def _lexical_memory(self, vis: Visibility, text: str) -> Ranking:
+        """BM25 over the caller's in-memory lexical partitions, status unchecked."""
         words = query_terms(text)
         if not words:
-            return []
+            return Ranking.of([])
         counters = self._partition_counters(vis, "lexical_state")
         parts = [part for subject in partitions_for(vis)
                  for part in self._lexical_partition(subject, counters)]  # fmt: skip
         found = lexicon.search(parts, vis, words, self._bm25_params)
         if not found:
-            return []
+            return Ranking.of([])
         scores = np.concatenate([part_scores for _, _, part_scores in found])
         ids = [part.owners.ids for part, _, _ in found]
         rows = np.concatenate([part_rows for _, part_rows, _ in found])
@@ -491,7 +519,7 @@ class SQLiteStore:
             found_ids = [ids[which[p]][rows[p]] for p in best.tolist()]
             return list(zip(found_ids, best_scores.tolist(), strict=True))
 
-        return self._alive_top(vis, statuses, limit, scores.size, ranked)
+        return Ranking(ranked, scores.size)
 
     def _lexical_partition(
         self, subject: Subject, counters: dict[str, tuple[int, int]]
@@ -511,16 +539,33 @@ class SQLiteStore:
             key, state, LexicalPartition, load, private=self._in_own_transaction()
         )
 
-    def _with_status(
-        self, vis: Visibility, ids: Sequence[str], statuses: Sequence[str]
-    ) -> set[str]:
+    def _alive_ids(
+        self, vis: Visibility, statuses: Sequence[str], ids: Sequence[str]
+    ) -> dict[str, str]:
         """The visible ids among ``ids`` whose status is in ``statuses``."""
-        sql, params = queries.status_of(vis, ids, statuses)
-        return {row[0] for row in self._rows((sql, params))}
+        return {row[0]: row[0] for row in self._rows(queries.status_of(vis, ids, statuses))}
 
-    def _scan(
-        self, vis: Visibility, query: NDArray[np.float32], model: str
-    ) -> Scan:
+    def _alive_records(
+        self, vis: Visibility, statuses: Sequence[str], known: Mapping[str, Record] | None,
+        ids: Sequence[str],
+    ) -> dict[str, Record]:  # fmt: skip
+        """The visible records among ``ids`` whose status is in ``statuses``. Records
+        in ``known`` (read by this request's earlier, equally scoped queries) are
+        not read again; their status is checked here."""
+        found: dict[str, Record] = {}
+        missing = []
+        for record_id in ids:
+            record = known.get(record_id) if known else None
+            if record is None:
+                missing.append(record_id)
+            elif record.status.value in statuses:
+                found[record_id] = record
+        if missing:
+            query = queries.alive(vis, missing, statuses)
+            found.update((record.id, record) for record in self._records(query))
+        return found
+
+    def _scan(self, vis: Visibility, query: NDArray[np.float32], model: str) -> Scan:
         counters = self._partition_counters(vis)
         parts: list[tuple[Partition, NDArray[np.intp]]] = []
         scores: list[NDArray[np.float32]] = []
