@@ -235,33 +235,44 @@ def neighbors(
     that scope observed just before and just after ``at`` (within ``gap``
     microseconds): the conversational context of several memories in one statement.
 
-    The k-th neighbour on each side is one index-ordered scalar subquery (``LIMIT 1
-    OFFSET k``) per anchor, so the records are then read by primary key; a record
-    near two anchors comes back once.
+    Each side of each anchor is one subquery whose ids come back as a JSON array;
+    inside it, one arm per visibility branch walks the (tenant, user,
+    observed_at) index in order and stops after ``per_side`` rows, so nothing is
+    sorted but those few (one condition over both branches would collect and
+    sort the whole window, once per neighbour). The records are then read by
+    primary key; a record near two anchors comes back once.
     """
-    inner, params = vis.sql("x")
-    outer, _ = vis.sql()
-    near = (
-        f"SELECT x.id FROM records x WHERE {inner} AND x.scope = a.scope"
-        " AND x.status IN (SELECT value FROM json_each(:statuses))"
-        " AND x.type IN (SELECT value FROM json_each(:types)) AND {side} LIMIT 1 OFFSET :k{k}"
-    )
+    params: dict[str, Any] = {}
     sides = (
-        "x.observed_at < a.at AND x.observed_at >= a.at - :gap ORDER BY x.observed_at DESC",
-        "x.observed_at > a.at AND x.observed_at <= a.at + :gap ORDER BY x.observed_at",
+        ("x.observed_at < a.at AND x.observed_at >= a.at - :gap", "observed_at DESC"),
+        ("x.observed_at > a.at AND x.observed_at <= a.at + :gap", "observed_at"),
     )
-    arms = [f"SELECT ({near.format(side=side, k=k)}) FROM a" for side in sides
-            for k in range(per_side)]  # fmt: skip
+    picks = []
+    for where, order in sides:
+        arms = []
+        for cond, branch_params in vis.branches("x"):
+            params.update(branch_params)
+            arms.append(
+                f"SELECT * FROM (SELECT x.id, x.observed_at FROM records x WHERE {cond}"
+                " AND x.scope = a.scope AND x.status IN (SELECT value FROM json_each(:statuses))"
+                f" AND x.type IN (SELECT value FROM json_each(:types)) AND {where}"
+                f" ORDER BY x.{order} LIMIT :per_side)"
+            )
+        nearest = f"{' UNION ALL '.join(arms)} ORDER BY {order} LIMIT :per_side"
+        picks.append(
+            "SELECT n.value FROM a, json_each((SELECT json_group_array(id)"
+            f" FROM ({nearest}))) n"
+        )
+    outer, outer_params = vis.sql()
     sql = (
         "WITH a(scope, at) AS (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]')"
-        f" FROM json_each(:anchors)), hits(rid) AS ({' UNION '.join(arms)})"
+        f" FROM json_each(:anchors)), hits(rid) AS ({' UNION '.join(picks)})"
         f" {_SELECT_COLS} FROM hits h CROSS JOIN records r ON r.id = h.rid WHERE {outer}"
         " ORDER BY r.observed_at, r.id"
     )
-    offsets = {f"k{k}": k for k in range(per_side)}
     extra = {"anchors": json.dumps([list(x) for x in anchors]), "statuses": _json(statuses),
-             "types": _json(types), "gap": gap, **offsets}  # fmt: skip
-    return sql, {**params, **extra}
+             "types": _json(types), "gap": gap, "per_side": per_side}  # fmt: skip
+    return sql, {**params, **outer_params, **extra}
 
 
 def recent_of_types(
