@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from engram.config import RecallConfig
 from engram.errors import EngramError
+from engram.kernels import pairwise_dots
 from engram.recall.model import Candidate, Plan
 from engram.recall.trace import ChannelReport, Trace
 from engram.store.base import Store
@@ -211,7 +212,9 @@ def gather(plan: Plan, src: Sources, config: RecallConfig, trace: Trace) -> list
         for rank, (record, score) in enumerate(hits):
             if record.type not in allowed:
                 continue
-            cand = found.setdefault(record.id, Candidate(record))
+            cand = found.get(record.id)
+            if cand is None:
+                cand = found[record.id] = Candidate(record)
             cand.channels[name] = score
             cand.ranks[name] = rank
             cand.fused += 1.0 / (config.rrf_k + rank + 1)
@@ -252,8 +255,11 @@ def _attach_vectors(candidates: list[Candidate], src: Sources) -> None:
         vectors = src.store.vectors_of(src.vis, [c.id for c in candidates], src.model)
     except EngramError:
         return
-    for cand in candidates:
-        vector = vectors.get(cand.id)
-        if vector is not None:
-            cand.vector = vector
-            cand.components["semantic_raw"] = float(vector @ src.query_vector)
+    held = [cand for cand in candidates if cand.id in vectors]
+    if not held:
+        return
+    matrix = np.stack([vectors[cand.id] for cand in held])
+    cosines = pairwise_dots(src.query_vector.reshape(1, -1), matrix)[0].tolist()
+    for cand, cosine in zip(held, cosines, strict=True):
+        cand.vector = vectors[cand.id]
+        cand.components["semantic_raw"] = cosine

@@ -91,11 +91,10 @@ class Candidate:
     score: float = 0.0
     merged_from: list[str] = field(default_factory=list)
     reason: str = ""
+    id: str = field(init=False)  # the record id (read often: a field, not a property)
 
-    @property
-    def id(self) -> str:
-        """The record id."""
-        return self.record.id
+    def __post_init__(self) -> None:
+        self.id = self.record.id
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,8 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 
 from engram.config import Config, RecallConfig
@@ -55,45 +57,75 @@ _LN2 = math.log(2.0)
 def _stems(text: str) -> frozenset[str]:
     """Stems of a text's content words; cached, because the same memories come back
     as candidates request after request."""
-    return frozenset(stem(word) for word in terms(text))
+    return frozenset(map(stem, terms(text)))
+
+
+@functools.lru_cache(maxsize=16_384)
+def _speaker_names(pattern: str, content: str) -> tuple[str, ...]:
+    """Content words of the speaker label that opens ``content`` (cached like stems)."""
+    label = re.match(pattern, content)
+    return tuple(terms(label.group(1))) if label else ()
 
 
 def forget_cached_texts() -> None:
-    """Drop the cached stems of memory texts (after a forget or an erasure)."""
+    """Drop the cached stems and speaker names of memory texts (after a forget or an
+    erasure)."""
     _stems.cache_clear()
+    _speaker_names.cache_clear()
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """What every candidate's components share, computed once per request."""
+
+    plan: Plan
+    config: Config
+    query_stems: frozenset[str]
+    query_words: frozenset[str]
+    best_bm25: float
+    fits: Mapping[str, float]
+    half_lives: dict[str, float | None]
+    usage_scale: float
+
+    def half_life(self, type_name: str) -> float | None:
+        if type_name not in self.half_lives:
+            self.half_lives[type_name] = self.config.policy(type_name).half_life_days
+        return self.half_lives[type_name]
 
 
 def _freshness(record: Record, half_life: float | None, now: datetime) -> float:
     if half_life is None:
         return 1.0
-    start = max(record.observed_at, record.valid_from or record.observed_at)
+    start = record.observed_at
+    if record.valid_from is not None and record.valid_from > start:
+        start = record.valid_from
     age_days = max(0.0, (now - start).total_seconds() / 86_400)
     return math.exp(-_LN2 * age_days / half_life)
 
 
-def _structural(record: Record, plan: Plan, rc: RecallConfig, fit: float, overlap: bool) -> float:
+def _structural(
+    record: Record, kind: str, plan: Plan, rc: RecallConfig, fit: float, overlap: bool
+) -> float:
     """Relevance by role rather than by wording.
 
     A constraint, rule or task state of a scope the request works in governs the
     action; a standing preference governs an action that touches its subject (it
     shares at least one content word with the request).
     """
-    kind = scope_kind(record.scope)
     weight = rc.scope_weights.get(kind, 0.0)
     if record.type in rc.preference_types and overlap and plan.intent == Intent.ACTION:
         return fit * weight
     if record.type not in rc.structural_types or kind not in _NARROW:
         return 0.0
     if record.type in rc.working_types:
-        return rc.scope_weights.get(kind, 0.0)
-    return fit * rc.scope_weights.get(kind, 0.0) if plan.intent == Intent.ACTION else 0.0
+        return weight
+    return fit * weight if plan.intent == Intent.ACTION else 0.0
 
 
-def _speaker(record: Record, rc: RecallConfig, query_words: set[str]) -> float:
+def _speaker(record: Record, rc: RecallConfig, query_words: frozenset[str]) -> float:
     if record.type not in rc.context_types:
         return 0.0
-    label = re.match(rc.speaker_pattern, record.content)
-    names = terms(label.group(1)) if label else []
+    names = _speaker_names(rc.speaker_pattern, record.content)
     return 1.0 if names and query_words.issuperset(names) else 0.0
 
 
@@ -103,28 +135,25 @@ def _in_period(record: Record, plan: Plan) -> float:
     return 1.0 if plan.period[0] <= record.observed_at < plan.period[1] else 0.0
 
 
-def _components(
-    cand: Candidate, plan: Plan, config: Config, query_stems: frozenset[str], best_bm25: float,
-    query_words: set[str],
-) -> None:  # fmt: skip
-    rc, record = config.recall, cand.record
-    fit = rc.task_fit.get(plan.intent.value, {}).get(record.type, 0.5)
-    overlap = query_stems & _stems(record.content) if query_stems else set()
-    usage = math.log1p(record.access_count) / math.log1p(rc.usage_saturation)
+def _components(cand: Candidate, req: _Request) -> None:
+    rc, record, query_stems = req.config.recall, cand.record, req.query_stems
+    kind = scope_kind(record.scope)
+    fit = req.fits.get(record.type, 0.5)
+    overlap = len(query_stems & _stems(record.content)) if query_stems else 0
     bm25 = cand.channels.get("lexical", 0.0)
     cand.components.update(
         semantic=max(0.0, cand.components.get("semantic_raw", 0.0)),
-        lexical=bm25 / best_bm25 if best_bm25 > 0 else 0.0,
-        coverage=len(overlap) / len(query_stems) if query_stems else 0.0,
+        lexical=bm25 / req.best_bm25 if req.best_bm25 > 0 else 0.0,
+        coverage=overlap / len(query_stems) if query_stems else 0.0,
         task_fit=fit,
-        scope=rc.scope_weights.get(scope_kind(record.scope), 0.0),
-        authority=rc.authority_weights.get(record.authority.value, 0.0),
-        freshness=_freshness(record, config.policy(record.type).half_life_days, plan.now),
+        scope=rc.scope_weights.get(kind, 0.0),
+        authority=rc.authority_weights.get(record.authority, 0.0),
+        freshness=_freshness(record, req.half_life(record.type), req.plan.now),
         confidence=record.confidence,
-        usage=min(1.0, usage),
-        structural=_structural(record, plan, rc, fit, bool(overlap)),
-        speaker=_speaker(record, rc, query_words),
-        period=_in_period(record, plan),
+        usage=min(1.0, math.log1p(record.access_count) * req.usage_scale),
+        structural=_structural(record, kind, req.plan, rc, fit, overlap > 0),
+        speaker=_speaker(record, rc, req.query_words),
+        period=_in_period(record, req.plan),
     )
 
 
@@ -142,11 +171,16 @@ def rerank(
     candidates: list[Candidate], plan: Plan, config: Config, floor: float, trace: Trace
 ) -> list[Candidate]:
     """Score every candidate, drop those below the relevance floor, best first."""
-    query_stems = _stems(plan.query)
-    query_words = set(terms(plan.query))
-    best_bm25 = max((c.channels.get("lexical", 0.0) for c in candidates), default=0.0)
+    rc = config.recall
+    req = _Request(
+        plan=plan, config=config, query_stems=_stems(plan.query),
+        query_words=frozenset(terms(plan.query)),
+        best_bm25=max((c.channels.get("lexical", 0.0) for c in candidates), default=0.0),
+        fits=rc.task_fit.get(plan.intent.value, {}), half_lives={},
+        usage_scale=1.0 / math.log1p(rc.usage_saturation),
+    )  # fmt: skip
     for cand in candidates:
-        _components(cand, plan, config, query_stems, best_bm25, query_words)
+        _components(cand, req)
     add_context(candidates, config.recall)
     kept = []
     for cand in candidates:
