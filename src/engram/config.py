@@ -166,7 +166,8 @@ class RecallConfig:
     ``relevance_floor`` applies to an item's relevance (the best of semantic,
     lexical and structural evidence) before top-k; ``floors`` overrides it for
     embedding models whose model id starts with a given prefix.
-    ``overlapped_channels`` run on worker threads beside the other channels.
+    The bulk phase of the ``overlapped_channels`` (the vector scan; the lexical
+    ranking) runs on a worker thread beside the other channels.
     ``speaker_pattern`` finds the speaker label that opens a conversational memory
     ("Melanie: ..."); ``period_slack_days`` widens a period the query names (a
     date, or a month and year) on each side.

@@ -18,7 +18,6 @@ from engram.store.rows import COLUMNS
 
 __all__ = [
     "Query",
-    "alive",
     "by_ids",
     "by_key",
     "derived_from",
@@ -56,13 +55,17 @@ def get(vis: Visibility, record_id: str) -> Query:
     return f"{SELECT} WHERE r.id = :id AND {cond}", {**params, "id": record_id}
 
 
-def by_ids(vis: Visibility, ids: Sequence[str]) -> Query:
-    """Visible records among ``ids`` (order not preserved)."""
+def by_ids(vis: Visibility, ids: Sequence[str], statuses: Sequence[str] | None = None) -> Query:
+    """Visible records among ``ids``, in one of ``statuses`` if given (order not
+    preserved)."""
     cond, params = vis.sql()
+    status = "" if statuses is None else f" AND {_STATUS}"
     sql = (
-        f"{_SELECT_COLS} FROM json_each(:ids) j CROSS JOIN records r ON r.id = j.value WHERE {cond}"
+        f"{_SELECT_COLS} FROM json_each(:ids) j CROSS JOIN records r ON r.id = j.value"
+        f" WHERE {cond}{status}"
     )
-    return sql, {**params, "ids": _json(ids)}
+    extra = {} if statuses is None else {"statuses": _json(statuses)}
+    return sql, {**params, "ids": _json(ids), **extra}
 
 
 def status_of(vis: Visibility, ids: Sequence[str], statuses: Sequence[str]) -> Query:
@@ -70,16 +73,6 @@ def status_of(vis: Visibility, ids: Sequence[str], statuses: Sequence[str]) -> Q
     cond, params = vis.sql()
     sql = (
         "SELECT r.id FROM json_each(:ids) j CROSS JOIN records r ON r.id = j.value"
-        f" WHERE {cond} AND {_STATUS}"
-    )
-    return sql, {**params, "ids": _json(ids), "statuses": _json(statuses)}
-
-
-def alive(vis: Visibility, ids: Sequence[str], statuses: Sequence[str]) -> Query:
-    """Visible records among ``ids`` in one of ``statuses`` (order not preserved)."""
-    cond, params = vis.sql()
-    sql = (
-        f"{_SELECT_COLS} FROM json_each(:ids) j CROSS JOIN records r ON r.id = j.value"
         f" WHERE {cond} AND {_STATUS}"
     )
     return sql, {**params, "ids": _json(ids), "statuses": _json(statuses)}

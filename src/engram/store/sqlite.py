@@ -561,7 +561,7 @@ class SQLiteStore:
             elif record.status.value in statuses:
                 found[record_id] = record
         if missing:
-            query = queries.alive(vis, missing, statuses)
+            query = queries.by_ids(vis, missing, statuses)
             found.update((record.id, record) for record in self._records(query))
         return found
 
