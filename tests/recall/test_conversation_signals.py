@@ -114,3 +114,15 @@ def test_a_turn_gains_from_the_relevant_turns_of_its_session() -> None:
     session = {content.split(":")[1].split()[0]: c["session"] for content, c in ranked.items()}
     assert session["Thanks."] > 0.0  # its session holds the best turn
     assert session["My"] == 0.0  # a lone episode gains nothing from its session
+
+
+def test_coverage_uses_the_lexical_stems_of_the_whole_memory() -> None:
+    """Coverage stems like the lexical engine (Porter2, diacritics folded), over every
+    content word of a memory, not only its first 24."""
+    filler = " ".join(f"word{i}" for i in range(30))
+    turns = [(f"Caroline: {filler} and then Zoë finally studied ceramics.",
+              datetime(2023, 5, 8, 14, 0, tzinfo=UTC))]  # fmt: skip
+    with _episodes(turns) as mem:
+        ranked = _ranked(mem, "Zoe studies ceramic")
+    assert ranked
+    assert ranked[0][1]["coverage"] == 1.0

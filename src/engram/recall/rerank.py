@@ -44,7 +44,8 @@ from engram.recall.context import add_context
 from engram.recall.model import Candidate, Intent, Plan
 from engram.recall.trace import Trace
 from engram.scope import scope_kind
-from engram.store.lexical import stem, terms
+from engram.store.lexical import terms
+from engram.store.lexicon import query_terms, stem_set
 from engram.types import Record
 
 __all__ = ["forget_cached_texts", "rerank"]
@@ -57,7 +58,7 @@ _LN2 = math.log(2.0)
 def _stems(text: str) -> frozenset[str]:
     """Stems of a text's content words; cached, because the same memories come back
     as candidates request after request."""
-    return frozenset(map(stem, terms(text)))
+    return stem_set(text)
 
 
 @functools.lru_cache(maxsize=16_384)
@@ -173,7 +174,7 @@ def rerank(
     """Score every candidate, drop those below the relevance floor, best first."""
     rc = config.recall
     req = _Request(
-        plan=plan, config=config, query_stems=_stems(plan.query),
+        plan=plan, config=config, query_stems=frozenset(query_terms(plan.query)),
         query_words=frozenset(terms(plan.query)),
         best_bm25=max((c.channels.get("lexical", 0.0) for c in candidates), default=0.0),
         fits=rc.task_fit.get(plan.intent.value, {}), half_lives={},
