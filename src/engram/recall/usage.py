@@ -71,8 +71,7 @@ class UsageRecorder:
             return
         try:
             with self._store.transaction():
-                for vis, ids, at in pending.touches:
-                    self._store.touch(vis, ids, at)
+                self._store.touch(pending.touches)
                 rows = [(*row[:4], json.dumps(row[4])) for row in pending.traces.values()]
                 self._store.put_traces(rows, self._keep)
         except EngramError:

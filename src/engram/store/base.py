@@ -182,8 +182,8 @@ class Store(Protocol):
         """Drop in-memory copies of a subject's vectors."""
         ...
 
-    def touch(self, vis: Visibility, ids: Sequence[str], now_us: int) -> None:
-        """Count accesses."""
+    def touch(self, touches: Sequence[tuple[Visibility, Sequence[str], int]]) -> None:
+        """Count one access of each visible record in each ``(vis, ids, now_us)``."""
         ...
 
     def put_traces(self, rows: Sequence[tuple[str, str, str, int, str]], keep: int) -> None:

@@ -146,6 +146,19 @@ class SQLiteStore:
         with self._lock:
             return self._execute(self._conn, sql, params)
 
+    def _run_many(self, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """One statement for many parameter sets (the tracer sees each)."""
+        if not rows:
+            return
+        with self._lock:
+            if self.tracer is not None:
+                for params in rows:
+                    self.tracer(sql, params)
+            try:
+                self._conn.executemany(sql, rows)
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite error: {exc}") from exc
+
     def _execute(
         self, conn: sqlite3.Connection, sql: str, params: Mapping[str, Any] | None
     ) -> sqlite3.Cursor:
@@ -732,26 +745,34 @@ class SQLiteStore:
         stem.cache_clear()
         porter.cache_clear()
 
-    def touch(self, vis: Visibility, ids: Sequence[str], now_us: int) -> None:
-        """Count one access of each visible record in ``ids``."""
-        cond, params = vis.sql()
-        self._run(
-            "UPDATE records SET access_count = access_count + 1, last_accessed_at = :now"
-            " WHERE rowid IN (SELECT r.rowid FROM json_each(:ids) j CROSS JOIN records r"
-            f" ON r.id = j.value WHERE {cond})",
-            {**params, "ids": json.dumps(list(ids)), "now": now_us},
-        )
+    def touch(self, touches: Sequence[tuple[Visibility, Sequence[str], int]]) -> None:
+        """Count one access of each visible record in each ``(vis, ids, now_us)``: one
+        prepared statement per predicate shape, run for every touch (a background
+        flush writes a second's recalls at once, so it holds the GIL briefly)."""
+        batches: dict[str, list[dict[str, Any]]] = {}
+        for vis, ids, now_us in touches:
+            cond, params = vis.sql()
+            sql = (
+                "UPDATE records SET access_count = access_count + 1, last_accessed_at = :now"
+                " WHERE rowid IN (SELECT r.rowid FROM json_each(:ids) j CROSS JOIN records r"
+                f" ON r.id = j.value WHERE {cond})"
+            )
+            batches.setdefault(sql, []).append(
+                {**params, "ids": json.dumps(list(ids)), "now": now_us}
+            )
+        for sql, rows in batches.items():
+            self._run_many(sql, rows)
 
     # -- traces -------------------------------------------------------------------
 
     def put_traces(self, rows: Sequence[tuple[str, str, str, int, str]], keep: int) -> None:
         """Store (trace_id, tenant, user, at, body) rows and keep only the newest ``keep``."""
-        for trace_id, tenant, user, at, body in rows:
-            self._run(
-                "INSERT OR REPLACE INTO traces (trace_id, tenant_id, user_id, at, body)"
-                " VALUES (:id, :tenant, :user, :at, :body)",
-                {"id": trace_id, "tenant": tenant, "user": user, "at": at, "body": body},
-            )
+        self._run_many(
+            "INSERT OR REPLACE INTO traces (trace_id, tenant_id, user_id, at, body)"
+            " VALUES (:id, :tenant, :user, :at, :body)",
+            [{"id": trace_id, "tenant": tenant, "user": user, "at": at, "body": body}
+             for trace_id, tenant, user, at, body in rows],
+        )  # fmt: skip
         self._run(
             "DELETE FROM traces WHERE seq <= (SELECT seq FROM traces ORDER BY seq DESC"
             " LIMIT 1 OFFSET :keep)",
