@@ -197,6 +197,21 @@ def check_reader(mem: Engram, world: World, ctx: Context) -> None:
     check_candidates(mem, world, ctx, expected)
 
 
+def _every_record(mem: Engram, world: World) -> list[Record]:
+    """Every record in the world, read back through each owner's own visibility."""
+    found: dict[str, Record] = {}
+    for record_id, owner in world.owners.items():
+        if owner.user is None:
+            ctx = Context(tenant_id=owner.tenant, user_id="reader")
+        else:
+            write = Write(owner.tenant, owner.user, owner.agent, owner.scope, None, ())
+            ctx = writer_context(write)
+        record = mem.store.get(Visibility.of(resolve(ctx)), record_id)
+        assert record is not None
+        found[record_id] = record
+    return list(found.values())
+
+
 def check_candidates(mem: Engram, world: World, ctx: Context, expected: set[str]) -> None:
     """The store's candidate queries under ``Visibility.of(resolve(ctx))``."""
     vis = Visibility.of(resolve(ctx))
@@ -226,6 +241,14 @@ def check_candidates(mem: Engram, world: World, ctx: Context, expected: set[str]
     known = {r.id: r for r, _ in hits}
     again = mem.store.vector_hits(vis, query, model, ("active",), 10_000, known=known)
     assert {r.id for r, _ in again} == active
+    # ... and so is their visibility: the in-memory rule is the SQL one
+    everyone = _every_record(mem, world)
+    admitted = {r.id for r in everyone if vis.admits(
+        r.tenant_id, r.user_id or "", r.scope, r.agent_id or "")}  # fmt: skip
+    assert admitted == expected
+    foreign = mem.store.vector_hits(vis, query, model, ALL, 10_000,
+                                    known={r.id: r for r in everyone})  # fmt: skip
+    assert {r.id for r, _ in foreign} == expected
     if hasattr(mem.store, "keyed"):
         assert {r.id for r in mem.store.keyed(vis, ["fact"], ALL, 10_000)} == keyed
     if hasattr(mem.store, "neighbors"):

@@ -97,6 +97,18 @@ class Visibility:
         params.update({f"vis_s{i}": value for i, value in enumerate(self.named)})
         return (own, params), (tenant_wide, params)
 
+    def admits(self, tenant_id: str, user_id: str, scope: str, agent_id: str) -> bool:
+        """The same rule as ``sql`` for one row's owner columns, in their stored form
+        (``NO_USER`` / ``NO_AGENT`` for none): for rows already in memory."""
+        if tenant_id != self.tenant_id:
+            return False
+        own = (
+            user_id == self.user_id
+            and (scope == USER or scope in self.named)
+            and agent_id in (NO_AGENT, self.agent_id)
+        )
+        return own or (user_id == NO_USER and scope == GLOBAL and agent_id == NO_AGENT)
+
     @property
     def allowed_scopes(self) -> frozenset[str]:
         """Scope values this caller may read."""

@@ -236,9 +236,9 @@ def neighbors(
     primary key; a record near two anchors comes back once.
     """
     params: dict[str, Any] = {}
-    sides = (
-        ("x.observed_at < a.at AND x.observed_at >= a.at - :gap", "observed_at DESC"),
-        ("x.observed_at > a.at AND x.observed_at <= a.at + :gap", "observed_at"),
+    sides = (  # nearest first; equal times in row order, which the index walks anyway
+        ("x.observed_at < a.at AND x.observed_at >= a.at - :gap", " DESC"),
+        ("x.observed_at > a.at AND x.observed_at <= a.at + :gap", ""),
     )
     picks = []
     for where, order in sides:
@@ -246,12 +246,15 @@ def neighbors(
         for cond, branch_params in vis.branches("x"):
             params.update(branch_params)
             arms.append(
-                f"SELECT * FROM (SELECT x.id, x.observed_at FROM records x WHERE {cond}"
-                " AND x.scope = a.scope AND x.status IN (SELECT value FROM json_each(:statuses))"
+                "SELECT * FROM (SELECT x.id, x.observed_at AS at, x.rowid AS rid FROM records x"
+                f" WHERE {cond} AND x.scope = a.scope"
+                " AND x.status IN (SELECT value FROM json_each(:statuses))"
                 f" AND x.type IN (SELECT value FROM json_each(:types)) AND {where}"
-                f" ORDER BY x.{order} LIMIT :per_side)"
+                f" ORDER BY x.observed_at{order}, x.rowid{order} LIMIT :per_side)"
             )
-        nearest = f"{' UNION ALL '.join(arms)} ORDER BY {order} LIMIT :per_side"
+        nearest = (
+            f"{' UNION ALL '.join(arms)} ORDER BY at{order}, rid{order} LIMIT :per_side"
+        )
         picks.append(
             "SELECT n.value FROM a, json_each((SELECT json_group_array(id)"
             f" FROM ({nearest}))) n"

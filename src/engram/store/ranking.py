@@ -1,17 +1,19 @@
 """In-memory rankings and the status check that turns them into candidate hits.
 
 The vector and lexical engines rank ids in memory, but status changes (a newer
-version supersedes, a fact expires), so only the database can say which ranked
-ids are still in a status the request accepts. ``alive_top`` asks it about as
-few ids as it can: the first ``limit`` in rank order, then only as many more as
-failed, deepening the ranking when it runs out. Asked for records rather than
-ids, that one query both checks status and reads the rows: the read path needs
-the records anyway, so the usual case costs one statement per channel.
+version supersedes, a fact is retracted), so only the database can say which
+ranked ids are still in a status the request accepts. ``alive_top`` reads the
+first ``limit`` ranked ids in one statement that checks status and returns what
+the caller needs (the records themselves, for recall), which is the whole cost
+when every one survives. When some do not, it deepens the ranking fourfold at a
+time and checks each deeper ranking in one cheap statement (ids only), then
+reads only the survivors it chose: a few statements however many ranked ids
+are dead, and no row is read that is not returned.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -36,31 +38,36 @@ class Ranking:
 
 
 def alive_top(
-    limit: int, ranking: Ranking, alive: Callable[[list[str]], Mapping[str, T]]
+    limit: int,
+    ranking: Ranking,
+    read: Callable[[list[str]], Mapping[str, T]],
+    check: Callable[[list[str]], Collection[str]] | None = None,
 ) -> list[tuple[T, float]]:
-    """The best ``limit`` ids of ``ranking`` that ``alive`` keeps, as what it maps
-    them to (the id itself, or its record), best first.
+    """The best ``limit`` ids of ``ranking`` that survive, as ``read`` maps them (the
+    id itself, or its record), best first.
 
-    ``alive`` is asked only about ids it has not seen, and only as many as are
-    still missing, so when every ranked id survives it runs once on exactly
-    ``limit`` ids. When the ranking runs short it is deepened fourfold; a deeper
-    ranking may reorder its prefix (int8 shortlists), so each pass walks it
-    from the start, reusing earlier answers.
+    ``read(ids)`` maps the surviving ids among ``ids``; ``check(ids)`` only names
+    them, more cheaply (default: ``read``). A deeper ranking may reorder its
+    prefix (int8 shortlists), so the answer follows the deepest one consulted.
     """
-    answers: dict[str, T | None] = {}
+    first = ranking.top(min(ranking.size, limit))
+    answers: dict[str, T | None] = dict.fromkeys((i for i, _ in first), None)
+    answers.update(read([i for i, _ in first]))
+    if len(first) >= ranking.size or all(answers[i] is not None for i, _ in first):
+        return [(kept, score) for i, score in first if (kept := answers[i]) is not None]
+    checker = check or read
+    survivors: set[str] = set()
     wanted = limit
     while True:
-        best = ranking.top(min(ranking.size, wanted))
-        hits: list[tuple[T, float]] = []
-        walked = 0
-        while len(hits) < limit and walked < len(best):
-            batch = best[walked : walked + limit - len(hits)]
-            walked += len(batch)
-            unseen = [i for i, _ in batch if i not in answers]
-            if unseen:
-                found = alive(unseen)
-                answers.update((i, found.get(i)) for i in unseen)
-            hits.extend((kept, score) for i, score in batch if (kept := answers[i]) is not None)
-        if len(hits) >= limit or len(best) >= ranking.size:
-            return hits
         wanted *= 4
+        best = ranking.top(min(ranking.size, wanted))
+        unseen = [i for i, _ in best if i not in answers and i not in survivors]
+        alive = set(checker(unseen)) if unseen else set()
+        survivors.update(alive)
+        answers.update((i, None) for i in unseen if i not in alive)
+        chosen = [(i, s) for i, s in best if i in survivors or answers.get(i) is not None]
+        if len(chosen) >= limit or len(best) >= ranking.size:
+            chosen = chosen[:limit]
+            unread = [i for i, _ in chosen if i not in answers]
+            answers.update(read(unread) if unread else {})
+            return [(kept, score) for i, score in chosen if (kept := answers.get(i)) is not None]

@@ -35,7 +35,7 @@ from engram.store.lexical import (
 )
 from engram.store.lexicon import Bm25, LexicalPartition, LexicalRow, porter, query_terms
 from engram.store.partitions import PartitionCache, partitions_for
-from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
+from engram.store.predicate import NO_AGENT, NO_USER, OwnerSlot, Subject, Tenant, Visibility
 from engram.store.ranking import Ranking, alive_top
 from engram.store.rows import COLUMNS, record_from_values, record_to_row, to_micros
 from engram.store.schema import MIGRATIONS
@@ -323,7 +323,9 @@ class SQLiteStore:
         query left with only common terms ranks a bounded window of its newest
         matches (``fts_rank_window``; ``rank_window``).
         """
-        ranking = self.lexical_scan(vis, text, statuses, limit)
+        if self.config.lexical_engine != "memory":
+            return self._lexical_fts(vis, text, statuses, limit)  # status checked there
+        ranking = self._lexical_memory(vis, text)
         return alive_top(limit, ranking, partial(self._alive_ids, vis, statuses))
 
     def lexical_scan(
@@ -342,7 +344,10 @@ class SQLiteStore:
         """``lexical`` as records: the status check reads them (``alive_top``)."""
         if not isinstance(scan, Ranking):
             scan = self.lexical_scan(vis, text, statuses, limit)
-        return alive_top(limit, scan, partial(self._alive_records, vis, statuses, known))
+        return alive_top(
+            limit, scan, partial(self._alive_records, vis, statuses, known),
+            partial(self._alive_ids, vis, statuses),
+        )  # fmt: skip
 
     def _lexical_fts(
         self, vis: Visibility, text: str, statuses: Sequence[str], limit: int
@@ -503,7 +508,10 @@ class SQLiteStore:
         if not isinstance(scan, Scan):
             scan = self.vector_scan(vis, query, model)
         ranking = Ranking(partial(top_k, scan), scan.scores.size)
-        return alive_top(limit, ranking, partial(self._alive_records, vis, statuses, known))
+        return alive_top(
+            limit, ranking, partial(self._alive_records, vis, statuses, known),
+            partial(self._alive_ids, vis, statuses),
+        )  # fmt: skip
 
     def vector_scan(self, vis: Visibility, query: NDArray[np.float32], model: str) -> Scan:
         """Scores of every row ``vis`` may read (mostly SIMD work that releases the
@@ -563,15 +571,18 @@ class SQLiteStore:
         ids: Sequence[str],
     ) -> dict[str, Record]:  # fmt: skip
         """The visible records among ``ids`` whose status is in ``statuses``. Records
-        in ``known`` (read by this request's earlier, equally scoped queries) are
-        not read again; their status is checked here."""
+        in ``known`` (already read by this request) are not read again; their
+        visibility (``Visibility.admits``) and status are checked here."""
         found: dict[str, Record] = {}
         missing = []
         for record_id in ids:
             record = known.get(record_id) if known else None
             if record is None:
                 missing.append(record_id)
-            elif record.status.value in statuses:
+            elif record.status in statuses and vis.admits(
+                record.tenant_id, record.user_id or NO_USER, record.scope,
+                record.agent_id or NO_AGENT,
+            ):  # fmt: skip
                 found[record_id] = record
         if missing:
             query = queries.by_ids(vis, missing, statuses)
