@@ -86,7 +86,7 @@ class _Request:
     best_bm25: float
     fits: Mapping[str, float]
     half_lives: dict[str, float | None]
-    usage_scale: float
+    usage_norm: float
 
     def half_life(self, type_name: str) -> float | None:
         if type_name not in self.half_lives:
@@ -151,7 +151,7 @@ def _components(cand: Candidate, req: _Request) -> None:
         authority=rc.authority_weights.get(record.authority, 0.0),
         freshness=_freshness(record, req.half_life(record.type), req.plan.now),
         confidence=record.confidence,
-        usage=min(1.0, math.log1p(record.access_count) * req.usage_scale),
+        usage=min(1.0, math.log1p(record.access_count) / req.usage_norm),
         structural=_structural(record, kind, req.plan, rc, fit, overlap > 0),
         speaker=_speaker(record, rc, req.query_words),
         period=_in_period(record, req.plan),
@@ -178,7 +178,7 @@ def rerank(
         query_words=frozenset(terms(plan.query)),
         best_bm25=max((c.channels.get("lexical", 0.0) for c in candidates), default=0.0),
         fits=rc.task_fit.get(plan.intent.value, {}), half_lives={},
-        usage_scale=1.0 / math.log1p(rc.usage_saturation),
+        usage_norm=math.log1p(rc.usage_saturation),
     )  # fmt: skip
     for cand in candidates:
         _components(cand, req)
