@@ -210,6 +210,22 @@ class RecallConfig:
     trace_retention: int = 1000
     usage_flush_seconds: float = 1.0
 
+    def __post_init__(self) -> None:
+        """Reject values that would fail later, mid-recall (a division by zero, an
+        empty channel, a worker that never wakes)."""
+        counts = ("key_limit", "candidates_per_item", "min_channel_limit", "lexical_limit",
+                  "vector_limit", "working_limit", "rrf_k", "context_seeds",
+                  "context_seeds_per_item", "context_window", "trace_retention")  # fmt: skip
+        for name in counts:
+            if getattr(self, name) < 0:
+                raise ConfigError(f"recall.{name} must be >= 0, got {getattr(self, name)}")
+        if self.usage_saturation < 1:
+            raise ConfigError(f"recall.usage_saturation must be >= 1, got {self.usage_saturation}")
+        if not 0.0 <= self.mmr_lambda <= 1.0:
+            raise ConfigError(f"recall.mmr_lambda must be in [0, 1], got {self.mmr_lambda}")
+        if self.usage_flush_seconds <= 0:
+            raise ConfigError("recall.usage_flush_seconds must be > 0")
+
     def floor_for(self, model_id: str) -> float:
         """The relevance floor for vectors of ``model_id``."""
         for prefix, floor in self.floors.items():

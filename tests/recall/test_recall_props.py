@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from engram import Budget, Config, Context, Engram, FrozenClock, NotFound
 from engram.config import RecallConfig
 from engram.embed import HashingEmbedder
+from engram.errors import ConfigError
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 CTX = Context(tenant_id="acme", user_id="u42", agent_id="coder", session_id="s1",
@@ -199,3 +200,13 @@ def test_usage_is_written_after_the_read_and_off_its_path(quiet_mem: Engram) -> 
     assert touched.access_count == 1
     assert touched.last_accessed_at == NOW
     assert all(quiet_mem.get(CTX, i).access_count == 1 for i in result.ids)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"usage_saturation": 0}, {"lexical_limit": -1}, {"mmr_lambda": 1.5},
+     {"usage_flush_seconds": 0.0}, {"context_window": -2}],
+)  # fmt: skip
+def test_recall_settings_that_would_fail_mid_recall_are_refused(change: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match="recall"):
+        RecallConfig(**change)
