@@ -335,7 +335,11 @@ def run_one(
 
 
 def _sizes(text: str) -> list[int]:
-    return [int(x) for x in text.split(",") if x.strip()]
+    """Comma-separated store sizes ("" for none)."""
+    sizes = [int(x) for x in text.split(",") if x.strip()]
+    if any(n <= 0 for n in sizes):
+        raise argparse.ArgumentTypeError(f"store sizes must be positive, got {text!r}")
+    return sizes
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
