@@ -8,6 +8,7 @@ A ``Config`` is immutable; ``Config.with_changes`` returns a modified copy and
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -211,20 +212,23 @@ class RecallConfig:
     usage_flush_seconds: float = 1.0
 
     def __post_init__(self) -> None:
-        """Reject values that would fail later, mid-recall (a division by zero, an
-        empty channel, a worker that never wakes)."""
+        """Reject values that would fail later, mid-recall or in the background (a
+        division by zero, a NaN that compares false, a flush thread that dies)."""
         counts = ("key_limit", "candidates_per_item", "min_channel_limit", "lexical_limit",
                   "vector_limit", "working_limit", "rrf_k", "context_seeds",
                   "context_seeds_per_item", "context_window", "trace_retention")  # fmt: skip
         for name in counts:
             if getattr(self, name) < 0:
                 raise ConfigError(f"recall.{name} must be >= 0, got {getattr(self, name)}")
-        if self.usage_saturation < 1:
+        if not self.usage_saturation >= 1:
             raise ConfigError(f"recall.usage_saturation must be >= 1, got {self.usage_saturation}")
-        if not 0.0 <= self.mmr_lambda <= 1.0:
-            raise ConfigError(f"recall.mmr_lambda must be in [0, 1], got {self.mmr_lambda}")
-        if self.usage_flush_seconds <= 0:
-            raise ConfigError("recall.usage_flush_seconds must be > 0")
+        for name, low, high in (("mmr_lambda", 0.0, 1.0), ("near_duplicate_cosine", -1.0, 1.0)):
+            if not low <= getattr(self, name) <= high:  # NaN fails too
+                raise ConfigError(f"recall.{name} must be in [{low}, {high}]")
+        if not 0 < self.usage_flush_seconds <= 86_400:
+            raise ConfigError("recall.usage_flush_seconds must be in (0, 86400]")
+        if not 0 <= self.context_max_gap_seconds < math.inf:
+            raise ConfigError("recall.context_max_gap_seconds must be finite and >= 0")
 
     def floor_for(self, model_id: str) -> float:
         """The relevance floor for vectors of ``model_id``."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
@@ -184,6 +185,29 @@ def test_trace_is_retrievable_only_by_its_owner(quiet_mem: Engram) -> None:
             quiet_mem.trace(stranger, trace_id)
 
 
+def test_a_trace_stays_retrievable_while_a_flush_writes_it(tmp_path: Path) -> None:
+    """Found in review: between leaving the queue and the commit, a trace was in
+    neither place another thread looks."""
+    recall = dataclasses.replace(RecallConfig(), usage_flush_seconds=3600.0)
+    with _open(f"sqlite:///{tmp_path}/t.db", config=Config(recall=recall)) as mem:
+        _seed(mem)
+        trace_id = mem.recall(CTX, "Fix the reachability monitor crash.", now=NOW).trace.trace_id
+        seen: list[object] = []
+        real = mem.store.put_traces
+
+        def put_traces(rows: Any, keep: int) -> None:
+            reader = threading.Thread(target=lambda: seen.append(mem.trace(CTX, trace_id)))
+            reader.start()
+            reader.join()
+            real(rows, keep)
+
+        mem.store.put_traces = put_traces  # type: ignore[method-assign]
+        mem.flush()
+    assert len(seen) == 1
+    assert isinstance(seen[0], dict)
+    assert seen[0]["trace_id"] == trace_id
+
+
 def test_usage_is_written_after_the_read_and_off_its_path(quiet_mem: Engram) -> None:
     ids = _seed(quiet_mem)
     statements: list[str] = []
@@ -205,7 +229,9 @@ def test_usage_is_written_after_the_read_and_off_its_path(quiet_mem: Engram) -> 
 @pytest.mark.parametrize(
     "change",
     [{"usage_saturation": 0}, {"lexical_limit": -1}, {"mmr_lambda": 1.5},
-     {"usage_flush_seconds": 0.0}, {"context_window": -2}],
+     {"usage_flush_seconds": 0.0}, {"usage_flush_seconds": float("inf")},
+     {"near_duplicate_cosine": float("nan")}, {"context_window": -2},
+     {"context_max_gap_seconds": -1.0}],
 )  # fmt: skip
 def test_recall_settings_that_would_fail_mid_recall_are_refused(change: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match="recall"):

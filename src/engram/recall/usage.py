@@ -49,6 +49,7 @@ class UsageRecorder:
         self._interval = interval
         self._keep = keep_traces
         self._pending = _Pending()
+        self._flushing: list[_Pending] = []  # taken from the queue, not yet committed
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closing = threading.Event()
@@ -70,6 +71,8 @@ class UsageRecorder:
         """A queued trace body, if it belongs to ``subject``."""
         with self._lock:
             row = self._pending.traces.get(trace_id)
+            for batch in self._flushing:  # being written: not yet readable from the store
+                row = row or batch.traces.get(trace_id)
         if row is None or (row[1], row[2]) != (subject.tenant_id, subject.user_id):
             return None
         return json.dumps(row[4])
@@ -78,15 +81,20 @@ class UsageRecorder:
         """Write everything queued, in one transaction."""
         with self._lock:
             pending, self._pending = self._pending, _Pending()
-        if not pending.touches and not pending.traces:
-            return
+            self._flushing.append(pending)
         try:
+            if not pending.touches and not pending.traces:
+                return
+            # serialised before the transaction, so the write lock is held briefly
+            rows = [(*row[:4], _serialise(row[4])) for row in pending.traces.values()]
             with self._store.transaction():
                 self._store.touch(pending.touches)
-                rows = [(*row[:4], _serialise(row[4])) for row in pending.traces.values()]
                 self._store.put_traces(rows, self._keep)
         except EngramError:
             return  # usage is best-effort: a busy or closed store must not break reads
+        finally:
+            with self._lock:
+                self._flushing.remove(pending)
 
     def _loop(self) -> None:
         while True:

@@ -236,7 +236,7 @@ def neighbors(
     primary key; a record near two anchors comes back once.
     """
     params: dict[str, Any] = {}
-    sides = (  # nearest first; equal times in row order, which the index walks anyway
+    sides = (  # nearest first; equal times nearest in row order (the index's own order)
         ("x.observed_at < a.at AND x.observed_at >= a.at - :gap", " DESC"),
         ("x.observed_at > a.at AND x.observed_at <= a.at + :gap", ""),
     )

@@ -48,8 +48,13 @@ def alive_top(
 
     ``read(ids)`` maps the surviving ids among ``ids``; ``check(ids)`` only names
     them, more cheaply (default: ``read``). A deeper ranking may reorder its
-    prefix (int8 shortlists), so the answer follows the deepest one consulted.
+    prefix (int8 shortlists), so the answer follows the deepest one consulted. A
+    record that dies between its check and its read (a concurrent retraction)
+    is replaced by the next survivor, so the answer is short only when fewer
+    than ``limit`` ranked ids survive.
     """
+    if limit <= 0:
+        return []
     first = ranking.top(min(ranking.size, limit))
     answers: dict[str, T | None] = dict.fromkeys((i for i, _ in first), None)
     answers.update(read([i for i, _ in first]))
@@ -57,17 +62,26 @@ def alive_top(
         return [(kept, score) for i, score in first if (kept := answers[i]) is not None]
     checker = check or read
     survivors: set[str] = set()
-    wanted = limit
+    wanted, best, deepen = limit, first, True
     while True:
-        wanted *= 4
-        best = ranking.top(min(ranking.size, wanted))
-        unseen = [i for i, _ in best if i not in answers and i not in survivors]
-        alive = set(checker(unseen)) if unseen else set()
-        survivors.update(alive)
-        answers.update((i, None) for i in unseen if i not in alive)
+        if deepen:
+            wanted *= 4
+            best = ranking.top(min(ranking.size, wanted))
+            unseen = [i for i, _ in best if i not in answers and i not in survivors]
+            alive = set(checker(unseen)) if unseen else set()
+            survivors.update(alive)
+            answers.update((i, None) for i in unseen if i not in alive)
         chosen = [(i, s) for i, s in best if i in survivors or answers.get(i) is not None]
-        if len(chosen) >= limit or len(best) >= ranking.size:
-            chosen = chosen[:limit]
-            unread = [i for i, _ in chosen if i not in answers]
-            answers.update(read(unread) if unread else {})
-            return [(kept, score) for i, score in chosen if (kept := answers.get(i)) is not None]
+        deepen = len(chosen) < limit and len(best) < ranking.size
+        if deepen:
+            continue  # too few survive
+        chosen = chosen[:limit]
+        unread = [i for i, _ in chosen if i not in answers]
+        found = read(unread) if unread else {}
+        for i in unread:
+            answers[i] = found.get(i)
+            survivors.discard(i)
+        if all(i in found for i in unread):
+            return [(kept, score) for i, score in chosen if (kept := answers[i]) is not None]
+        # a record died between the check and the read: choose again, at this depth
+        # first (each pass rules out at least one id, so this ends)
