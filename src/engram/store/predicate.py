@@ -134,10 +134,14 @@ class Visibility:
             return vocab.get(value, -1)
 
         own_scopes = [code(USER), *(code(s) for s in self.named if s)]
-        own = (users == code(self.user_id)) & np.isin(scopes, own_scopes)
-        tenant_wide = (users == code(NO_USER)) & (scopes == code(GLOBAL))
-        agent_ok = (agents == code(NO_AGENT)) | (agents == code(self.agent_id))
-        result: NDArray[np.bool_] = (own | tenant_wide) & agent_ok
+        no_agent = agents == code(NO_AGENT)
+        own = (
+            (users == code(self.user_id))
+            & np.isin(scopes, own_scopes)
+            & (no_agent | (agents == code(self.agent_id)))
+        )
+        tenant_wide = (users == code(NO_USER)) & (scopes == code(GLOBAL)) & no_agent
+        result: NDArray[np.bool_] = own | tenant_wide
         return result
 
     @property
