@@ -160,23 +160,29 @@ class SQLiteStore:
                 raise StoreError(f"SQLite error: {exc}") from exc
 
     def _execute(
-        self, conn: sqlite3.Connection, sql: str, params: Mapping[str, Any] | None
-    ) -> sqlite3.Cursor:
+        self, conn: sqlite3.Connection, sql: str, params: Mapping[str, Any] | None,
+        plain: bool = False,
+    ) -> sqlite3.Cursor:  # fmt: skip
+        """Run one statement (the tracer sees it); ``plain`` rows are tuples, cheaper
+        than ``sqlite3.Row`` for callers that read by position."""
         bound = params or {}
         if self.tracer is not None:
             self.tracer(sql, bound)
         try:
-            return conn.execute(sql, bound)
+            cursor = conn.cursor()
+            if plain:
+                cursor.row_factory = None
+            return cursor.execute(sql, bound)
         except sqlite3.Error as exc:
             raise StoreError(f"SQLite error: {exc}") from exc
 
-    def _rows(self, query: queries.Query) -> list[sqlite3.Row]:
+    def _rows(self, query: queries.Query, plain: bool = False) -> list[Any]:
         reader = self._reader()
-        if reader is None:
-            with self._lock:
-                return self._run(*query).fetchall()
         try:
-            return self._execute(reader, *query).fetchall()
+            if reader is None:
+                with self._lock:
+                    return self._execute(self._conn, *query, plain).fetchall()
+            return self._execute(reader, *query, plain).fetchall()
         except sqlite3.Error as exc:
             raise StoreError(f"SQLite error: {exc}") from exc
 
@@ -216,7 +222,7 @@ class SQLiteStore:
         return holder
 
     def _records(self, query: queries.Query) -> list[Record]:
-        return [record_from_values(row) for row in self._rows(query)]
+        return [record_from_values(row) for row in self._rows(query, plain=True)]
 
     def _in_own_transaction(self) -> bool:
         """Whether this thread holds the open transaction (it sees uncommitted rows,
