@@ -85,13 +85,7 @@ class _Request:
     query_words: frozenset[str]
     best_bm25: float
     fits: Mapping[str, float]
-    half_lives: dict[str, float | None]
     usage_norm: float
-
-    def half_life(self, type_name: str) -> float | None:
-        if type_name not in self.half_lives:
-            self.half_lives[type_name] = self.config.policy(type_name).half_life_days
-        return self.half_lives[type_name]
 
 
 def _freshness(record: Record, half_life: float | None, now: datetime) -> float:
@@ -149,7 +143,7 @@ def _components(cand: Candidate, req: _Request) -> None:
         task_fit=fit,
         scope=rc.scope_weights.get(kind, 0.0),
         authority=rc.authority_weights.get(record.authority, 0.0),
-        freshness=_freshness(record, req.half_life(record.type), req.plan.now),
+        freshness=_freshness(record, req.config.policy(record.type).half_life_days, req.plan.now),
         confidence=record.confidence,
         usage=min(1.0, math.log1p(record.access_count) / req.usage_norm),
         structural=_structural(record, kind, req.plan, rc, fit, overlap > 0),
@@ -177,7 +171,7 @@ def rerank(
         plan=plan, config=config, query_stems=frozenset(query_terms(plan.query)),
         query_words=frozenset(terms(plan.query)),
         best_bm25=max((c.channels.get("lexical", 0.0) for c in candidates), default=0.0),
-        fits=rc.task_fit.get(plan.intent.value, {}), half_lives={},
+        fits=rc.task_fit.get(plan.intent.value, {}),
         usage_norm=math.log1p(rc.usage_saturation),
     )  # fmt: skip
     for cand in candidates:

@@ -350,10 +350,7 @@ class SQLiteStore:
         """``lexical`` as records: the status check reads them (``alive_top``)."""
         if not isinstance(scan, Ranking):
             scan = self.lexical_scan(vis, text, statuses, limit)
-        return alive_top(
-            limit, scan, partial(self._alive_records, vis, statuses, known),
-            partial(self._alive_ids, vis, statuses),
-        )  # fmt: skip
+        return self._hits(vis, statuses, limit, scan, known)
 
     def _lexical_fts(
         self, vis: Visibility, text: str, statuses: Sequence[str], limit: int
@@ -500,10 +497,9 @@ class SQLiteStore:
         the status check is scoped by ``vis`` either way. Raises ``IndexMismatch``
         when stored vectors come from another model.
         """
-        if not isinstance(scan, Scan):
+        if not isinstance(scan, Ranking):
             scan = self.vector_scan(vis, query, model)
-        ranking = Ranking(partial(top_k, scan), scan.scores.size)
-        return alive_top(limit, ranking, partial(self._alive_ids, vis, statuses))
+        return alive_top(limit, scan, partial(self._alive_ids, vis, statuses))
 
     def vector_hits(
         self, vis: Visibility, query: NDArray[np.float32], model: str,
@@ -511,19 +507,26 @@ class SQLiteStore:
         known: Mapping[str, Record] | None = None,
     ) -> list[tuple[Record, float]]:  # fmt: skip
         """``vector`` as records: the status check reads them (``alive_top``)."""
-        if not isinstance(scan, Scan):
+        if not isinstance(scan, Ranking):
             scan = self.vector_scan(vis, query, model)
-        ranking = Ranking(partial(top_k, scan), scan.scores.size)
+        return self._hits(vis, statuses, limit, scan, known)
+
+    def vector_scan(self, vis: Visibility, query: NDArray[np.float32], model: str) -> Ranking:
+        """Scores of every row ``vis`` may read (mostly SIMD work that releases the
+        GIL), as a ranking that ``vector`` orders and checks for status."""
+        self.check_vector_model(model)
+        scan = self._scan(vis, np.ascontiguousarray(query, dtype=np.float32), model)
+        return Ranking(partial(top_k, scan), scan.scores.size)
+
+    def _hits(
+        self, vis: Visibility, statuses: Sequence[str], limit: int, ranking: Ranking,
+        known: Mapping[str, Record] | None,
+    ) -> list[tuple[Record, float]]:  # fmt: skip
+        """The best ``limit`` records of ``ranking`` in ``statuses`` (``alive_top``)."""
         return alive_top(
             limit, ranking, partial(self._alive_records, vis, statuses, known),
             partial(self._alive_ids, vis, statuses),
         )  # fmt: skip
-
-    def vector_scan(self, vis: Visibility, query: NDArray[np.float32], model: str) -> Scan:
-        """Scores of every row ``vis`` may read (mostly SIMD work that releases the
-        GIL); ``vector`` ranks them and checks their status."""
-        self.check_vector_model(model)
-        return self._scan(vis, np.ascontiguousarray(query, dtype=np.float32), model)
 
     def _lexical_memory(self, vis: Visibility, text: str) -> Ranking:
         """BM25 over the caller's in-memory lexical partitions, status unchecked."""
