@@ -10,6 +10,7 @@ from engram.config import Budget, Config, TypePolicy
 from engram.engram import Engram
 from engram.errors import (
     ConfigError,
+    Conflict,
     EmbeddingError,
     EngramError,
     Forbidden,
@@ -18,6 +19,7 @@ from engram.errors import (
     InvalidArgument,
     MigrationError,
     NotFound,
+    PartialWrite,
     StoreError,
 )
 from engram.scope import Context, Scope
@@ -41,6 +43,7 @@ __all__ = [
     "Clock",
     "Config",
     "ConfigError",
+    "Conflict",
     "Context",
     "EmbeddingError",
     "Engram",
@@ -53,6 +56,7 @@ __all__ = [
     "MigrationError",
     "NotFound",
     "Operation",
+    "PartialWrite",
     "Record",
     "Retention",
     "Scope",

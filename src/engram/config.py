@@ -93,6 +93,14 @@ class WritePolicy:
     reject_secrets: bool = True
     personal_data_needs_consent: bool = True
     reject_transient_chatter: bool = True
+    batch_items: int = 500
+
+    def __post_init__(self) -> None:
+        """``batch_items`` is how many items of a bulk write one transaction takes."""
+        if isinstance(self.batch_items, bool) or not isinstance(self.batch_items, int):
+            raise ConfigError("write.batch_items must be an integer")
+        if not 1 <= self.batch_items <= 100_000:
+            raise ConfigError(f"write.batch_items must be in [1, 100000], got {self.batch_items}")
 
 
 @dataclass(frozen=True, slots=True)

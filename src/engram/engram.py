@@ -18,7 +18,14 @@ from typing import Any
 from engram.clock import Clock, SystemClock, require_aware
 from engram.config import Budget, Config
 from engram.embed import Embedder, create_embedder
-from engram.errors import ConfigError, Forbidden, InvalidArgument, NotFound
+from engram.errors import (
+    ConfigError,
+    EngramError,
+    Forbidden,
+    InvalidArgument,
+    NotFound,
+    PartialWrite,
+)
 from engram.lifecycle import forget as forgetting
 from engram.lifecycle.transfer import ImportReport, export_rows, import_rows
 from engram.recall.budget import ApproxTokenCounter, TokenCounter, validate_budget
@@ -148,32 +155,75 @@ class Engram:
     def remember_many(
         self, ctx: Context, items: Iterable[Mapping[str, Any]], *, now: datetime | None = None
     ) -> list[WriteResult]:
-        """Propose many memories in one transaction (all land or none)."""
+        """Propose many memories; results in input order.
+
+        Every item is validated before anything is written (a bad item raises
+        ``InvalidArgument`` naming its index, and nothing is stored). Items are then
+        written in chunks of ``config.write.batch_items``: policy and embedding run
+        with no lock held, then each chunk decides and commits in one transaction,
+        so the write lock is held briefly however large the batch. A batch of at
+        most one chunk lands whole or not at all; when a later chunk fails,
+        ``PartialWrite`` carries the results of the chunks that committed.
+        """
         scope = resolve(ctx)
         when = self._now(now)
-        groups: dict[str, list[tuple[int, Any]]] = {}
+        staged = self._stage(scope, items)
+        size = self.config.write.batch_items
+        results: list[WriteResult] = []
+        for start in range(0, len(staged), size):
+            try:
+                results += self._write_chunk(scope, staged[start : start + size], when)
+            except EngramError as exc:
+                if not results:
+                    raise
+                raise PartialWrite(
+                    f"{len(results)} of {len(staged)} items were written before item "
+                    f"{len(results)}'s chunk failed: {exc}", list(results),
+                ) from exc  # fmt: skip
+        return results
+
+    def _stage(
+        self, scope: Scope, items: Iterable[Mapping[str, Any]]
+    ) -> builtins.list[tuple[str, Proposal]]:
+        """Every item validated into (target scope, proposal), before any write."""
+        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+            raise InvalidArgument("items must be an iterable of mappings with 'content'")
+        staged = []
         for index, item in enumerate(items):
             if not isinstance(item, Mapping) or "content" not in item:
                 raise InvalidArgument(f"item {index} must be a mapping with 'content'")
             fields = dict(item)
-            target = parse_scope(fields.pop("scope", "user"), scope)
-            proposal = build_proposal(self.config, fields.pop("content"), scope=target, **fields)
+            try:
+                target = parse_scope(fields.pop("scope", "user"), scope)
+                proposal = build_proposal(self.config, fields.pop("content"), scope=target,
+                                          **fields)  # fmt: skip
+            except TypeError as exc:  # an unknown keyword
+                raise InvalidArgument(f"item {index}: {exc}") from None
             if proposal.authority == Authority.EXPLICIT_ADMIN:
                 raise InvalidArgument("authority explicit_admin is reserved to remember_global")
-            groups.setdefault(target, []).append((index, proposal))
-        return self._write_groups(scope, groups, when)
+            staged.append((target, proposal))
+        return staged
 
-    def _write_groups(
-        self, scope: Scope, groups: Mapping[str, list[tuple[int, Any]]], when: datetime
-    ) -> list[WriteResult]:
+    def _write_chunk(
+        self, scope: Scope, chunk: Sequence[tuple[str, Proposal]], when: datetime
+    ) -> builtins.list[WriteResult]:
+        """Prepare each target's proposals with no lock held, then commit them all in
+        one transaction (decisions read the slots there)."""
+        groups: dict[str, list[int]] = {}
+        for index, (target, _) in enumerate(chunk):
+            groups.setdefault(target, []).append(index)
+        prepared = {
+            target: self._writer.prepare([chunk[i][1] for i in indexes])
+            for target, indexes in groups.items()
+        }
         results: dict[int, WriteResult] = {}
         with self.store.transaction():
-            for target, pairs in groups.items():
+            for target, indexes in groups.items():
                 owner = Owner(scope.tenant_id, scope.user_id, scope.agent_id or NO_AGENT,
                               target, _actor(scope))  # fmt: skip
-                written = self._writer.write(owner, [p for _, p in pairs], when)
-                results.update(zip((i for i, _ in pairs), written, strict=True))
-        return [results[i] for i in sorted(results)]
+                written = self._writer.commit_prepared(owner, prepared[target], when)
+                results.update(zip(indexes, written, strict=True))
+        return [results[i] for i in range(len(chunk))]
 
     def observe(
         self, ctx: Context, turns: Sequence[Turn], *, proposer: Proposer | None = None,
@@ -209,7 +259,7 @@ class Engram:
             raise InvalidArgument("content must be a string")
         build_proposal(self.config, content, value=value)
         record = self._own_record(vis, memory_id)
-        return corrections.correct(self.store, self.embedder, self.config, vis, record,
+        return corrections.correct(self.store, self.embedder, self.config, vis, record.id,
                                    content, value, _actor(scope), self._now(now))  # fmt: skip
 
     def retract(self, ctx: Context, memory_id: str, reason: str = "retracted by the user",
@@ -219,14 +269,14 @@ class Engram:
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidArgument("reason must be a non-empty string")
         record = self._own_record(vis, memory_id)
-        return corrections.retract(self.store, vis, record, reason, _actor(scope),
+        return corrections.retract(self.store, vis, record.id, reason, _actor(scope),
                                    self._now(now))  # fmt: skip
 
     def expire(self, ctx: Context, memory_id: str, now: datetime | None = None) -> WriteResult:
         """End a memory's validity now (EXPIRE)."""
         scope, vis = self._visible(ctx)
         record = self._own_record(vis, memory_id)
-        return corrections.expire(self.store, vis, record, _actor(scope), self._now(now))
+        return corrections.expire(self.store, vis, record.id, _actor(scope), self._now(now))
 
     def forget(self, ctx: Context, memory_id: str) -> forgetting.ForgetReceipt:
         """Hard-delete a memory, all its versions and copies derived from them."""

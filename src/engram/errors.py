@@ -7,13 +7,15 @@ when they do not care that it came from Engram.
     EngramError
     ├── InvalidArgument (ValueError)       bad input at a public edge
     │   ├── IncompleteIdentity             context lacks tenant or user
-    │   └── ConfigError                    configuration cannot be used
+    │   ├── ConfigError                    configuration cannot be used
+    │   └── Conflict                       the memory changed since the caller read it
     ├── NotFound (LookupError)             no such record in the caller's view
     ├── Forbidden (PermissionError)        the caller may not do this
     ├── StoreError                         the database failed or is unusable
     │   ├── MigrationError                 the schema could not be brought up to date
     │   └── IndexMismatch                  stored vectors come from another embedder
-    └── EmbeddingError                     the embedder failed or is not installed
+    ├── EmbeddingError                     the embedder failed or is not installed
+    └── PartialWrite                       a chunked bulk write failed part-way
 
 Recall outcomes such as ``empty`` or ``ambiguous`` are statuses, not errors.
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 __all__ = [
     "ConfigError",
+    "Conflict",
     "EmbeddingError",
     "EngramError",
     "Forbidden",
@@ -30,6 +33,7 @@ __all__ = [
     "InvalidArgument",
     "MigrationError",
     "NotFound",
+    "PartialWrite",
     "StoreError",
 ]
 
@@ -48,6 +52,12 @@ class IncompleteIdentity(InvalidArgument):
 
 class ConfigError(InvalidArgument):
     """A configuration value is missing, malformed or inconsistent."""
+
+
+class Conflict(InvalidArgument):
+    """The memory is no longer in the state the change was asked of: another writer
+    superseded, retracted or expired it first. Nothing was written; the message names
+    the current version where there is one (see ``history``)."""
 
 
 class NotFound(EngramError, LookupError):
@@ -72,3 +82,16 @@ class IndexMismatch(StoreError):
 
 class EmbeddingError(EngramError):
     """The embedder could not produce vectors (not installed, failed, bad answer)."""
+
+
+class PartialWrite(EngramError):
+    """A bulk write larger than one chunk failed after some chunks had committed.
+
+    ``results`` are the committed items' results, in input order (the first
+    ``len(results)`` items); the cause is chained. Nothing of the failing chunk
+    was written.
+    """
+
+    def __init__(self, message: str, results: list[object]) -> None:
+        super().__init__(message)
+        self.results = results

@@ -9,11 +9,11 @@ import pytest
 import engram
 
 EXPECTED = [
-    "Authority", "Budget", "Clock", "Config", "ConfigError", "Context", "EmbeddingError",
-    "Engram", "EngramError", "Forbidden", "FrozenClock", "IncompleteIdentity", "IndexMismatch",
-    "InvalidArgument", "MigrationError", "NotFound", "Operation", "Record", "Retention", "Scope",
-    "Sensitivity", "Source", "SourceKind", "Status", "StoreError", "SystemClock", "Tier", "Turn",
-    "TypePolicy", "WriteResult",
+    "Authority", "Budget", "Clock", "Config", "ConfigError", "Conflict", "Context",
+    "EmbeddingError", "Engram", "EngramError", "Forbidden", "FrozenClock", "IncompleteIdentity",
+    "IndexMismatch", "InvalidArgument", "MigrationError", "NotFound", "Operation", "PartialWrite",
+    "Record", "Retention", "Scope", "Sensitivity", "Source", "SourceKind", "Status", "StoreError",
+    "SystemClock", "Tier", "Turn", "TypePolicy", "WriteResult",
 ]  # fmt: skip
 
 SPEC_METHODS = ["open", "remember", "recall", "get", "list", "history", "correct", "retract",

@@ -56,8 +56,8 @@ def forget(
     store: Store, vis: Visibility, record: Record, actor: str, now: datetime
 ) -> ForgetReceipt:
     """Delete ``record``, every version in its chain and every copy derived from them."""
-    chain = [r.id for r in store.history(vis, record.id)] or [record.id]
-    with store.transaction():
+    with store.transaction():  # read what is deleted in the transaction that deletes it
+        chain = [r.id for r in store.history(vis, record.id)] or [record.id]
         derived = _derived_closure(store, Tenant(vis.tenant_id), chain)
         store.delete(chain + derived)
         store.append_audit(AuditEntry(to_micros(now) or 0, record.tenant_id,

@@ -218,6 +218,26 @@ CREATE TRIGGER lexical_count_update AFTER UPDATE OF content, tenant_id, user_id,
 END;
 """
 
+# At most one active, uncontested version per key in a write slot, held by the
+# database itself, so no interleaving of writers can leave two current values (a
+# contested pair links both versions through contested_with). Slots that broke it
+# before (a race fixed with this migration) keep their newest version; the others
+# become superseded by it.
+_ONE_ACTIVE = """
+UPDATE records SET status = 'superseded', superseded_by = w.newest
+FROM (
+    SELECT rowid AS rid,
+        first_value(id) OVER slot AS newest,
+        row_number() OVER slot AS place
+    FROM records
+    WHERE key IS NOT NULL AND status = 'active' AND contested_with IS NULL
+    WINDOW slot AS (PARTITION BY tenant_id, user_id, agent_id, scope, key ORDER BY rowid DESC)
+) AS w
+WHERE records.rowid = w.rid AND w.place > 1;
+CREATE UNIQUE INDEX records_one_active ON records (tenant_id, user_id, agent_id, scope, key)
+    WHERE key IS NOT NULL AND status = 'active' AND contested_with IS NULL;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_meta", _META),
     ("0002_records", _RECORDS),
@@ -229,4 +249,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0008_index_totals", _TOTALS),
     ("0009_fts_changes", _FTS_CHANGES),
     ("0010_lexical_state", _LEXICAL_STATE),
+    ("0013_one_active_version", _ONE_ACTIVE),
 )

@@ -127,12 +127,24 @@ class SQLiteStore:
         self._conn.execute("PRAGMA synchronous = NORMAL")
 
     def _migrate(self) -> None:
+        """Apply pending migrations. An up-to-date database is only read, so opening a
+        store never waits for (or blocks) another process's write lock."""
+        if not self._pending_migrations():
+            return
         with self.transaction():
             self._run("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, at TEXT)")
             done = {row[0] for row in self._run("SELECT name FROM migrations")}
             for name, script in MIGRATIONS:
                 if name not in done:
                     self._apply(name, script)
+
+    def _pending_migrations(self) -> bool:
+        """True when a migration has not been applied (or the database is new)."""
+        try:
+            done = {row[0] for row in self._conn.execute("SELECT name FROM migrations")}
+        except sqlite3.OperationalError:  # no migrations table yet (or locked: let BEGIN wait)
+            return True
+        return any(name not in done for name, _ in MIGRATIONS)
 
     def _apply(self, name: str, script: str) -> None:
         try:

@@ -134,14 +134,17 @@ def commit(
     owner: Owner,
     now: datetime,
 ) -> WriteResult:
-    """Apply ``decision``; the caller holds the transaction."""
+    """Apply ``decision``; the caller holds the transaction.
+
+    The versions a new one replaces are closed before it is inserted: the database
+    allows one active, uncontested version per key and checks it per statement."""
     result_record = new
+    _apply_links(store, decision, new, now)
     if new is not None:
         store.insert(new, vector if new.embedding_model else None)
     elif decision.confirm is not None:
         result_record = _confirmed(decision.confirm, proposal, now, bool(decision.retire))
         store.update(result_record)
-    _apply_links(store, decision, new, now)
     touched = [r.id for r in (*decision.supersede, *decision.retire)]
     if decision.linked is not None:
         touched.append(decision.linked.id)

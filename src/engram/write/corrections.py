@@ -1,8 +1,12 @@
 """Caller-driven changes to an existing memory: correct, retract, expire.
 
 A correction is a SUPERSEDE with a new version (history is kept); a retraction
-marks a version wrong; an expiry closes its validity. Each runs in one
-transaction with an audit entry, and ends a contest the record was part of.
+marks a version wrong; an expiry closes its validity. Each re-reads the memory
+inside the one transaction that writes the change, so it decides on what is
+stored now, not on what the caller read earlier: a concurrent writer cannot be
+overwritten with a stale row, and a retraction or deletion is never undone by a
+correction that raced it. Only the embedding of a correction's text happens
+before the transaction (it may be slow and must not hold the write lock).
 """
 
 from __future__ import annotations
@@ -10,9 +14,12 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 
+import numpy as np
+from numpy.typing import NDArray
+
 from engram.config import Config
 from engram.embed import Embedder
-from engram.errors import InvalidArgument
+from engram.errors import Conflict, NotFound
 from engram.store.audit import AuditEntry
 from engram.store.base import Store
 from engram.store.predicate import NO_AGENT, NO_USER, OwnerSlot, Visibility
@@ -36,21 +43,31 @@ def owner_of(record: Record, actor: str) -> Owner:
                  record.scope, actor)  # fmt: skip
 
 
-def _changeable(store: Store, vis: Visibility, record: Record) -> list[Record]:
-    if record.status not in _CHANGEABLE:
-        raise InvalidArgument(
-            f"record {record.id} is {record.status}; only active or disputed versions "
-            "can be changed (see history for the current version)"
-        )
-    partner = store.get(vis, record.contested_with) if record.contested_with else None
-    return [record] + ([partner] if partner and partner.status == Status.ACTIVE else [])
+def _reread(store: Store, vis: Visibility, record_id: str) -> Record:
+    """The record as the open transaction sees it (it may have been deleted since)."""
+    record = store.get(vis, record_id)
+    if record is None:
+        raise NotFound(f"no memory {record_id!r} is visible to this context")
+    return record
+
+
+def _require_changeable(record: Record) -> None:
+    if record.status in _CHANGEABLE:
+        return
+    current = f"; the current version is {record.superseded_by}" if record.superseded_by else ""
+    raise Conflict(
+        f"record {record.id} is {record.status}; only active or disputed versions can be "
+        f"changed{current} (see history)"
+    )
 
 
 def _correction_targets(store: Store, vis: Visibility, record: Record) -> list[Record]:
     """The record, its contest partner and every other active version of its key in its
     slot: the correction becomes the one active version (a disputed record's link may
     point at a version that has since been superseded)."""
-    targets = _changeable(store, vis, record)
+    _require_changeable(record)
+    partner = store.get(vis, record.contested_with) if record.contested_with else None
+    targets = [record] + ([partner] if partner and partner.status == Status.ACTIVE else [])
     if record.key is not None:
         slot = OwnerSlot(record.tenant_id, record.user_id or NO_USER,
                          record.agent_id or NO_AGENT, record.scope)  # fmt: skip
@@ -60,35 +77,51 @@ def _correction_targets(store: Store, vis: Visibility, record: Record) -> list[R
     return targets
 
 
-def correct(
-    store: Store, embedder: Embedder, config: Config, vis: Visibility, record: Record,
-    content: str, value: object, actor: str, now: datetime,
-) -> WriteResult:  # fmt: skip
-    """Supersede ``record`` (and its contest partner) with a user-stated new version."""
-    targets = _correction_targets(store, vis, record)
-    proposal = Proposal(
+def _correction(record: Record, content: str, value: object, now: datetime) -> Proposal:
+    """The user-stated new version of ``record``: same type, scope, key and source."""
+    return Proposal(
         content=content.strip(), type=record.type, scope=record.scope, key=record.key,
         value=record.value if value is None else value, authority=Authority.EXPLICIT_USER,
         confidence=1.0, observed_at=now, source=record.source, sensitivity=record.sensitivity,
         purpose=record.purpose, consent_basis=record.consent_basis, retention=record.retention,
         importance=record.importance, private=record.private,
     )  # fmt: skip
-    verdict = policy.evaluate(proposal, config.write)
-    owner = owner_of(record, actor)
-    if verdict.kind != VerdictKind.ACCEPT:
-        decision = Decision(Operation.REJECT, verdict.code, verdict.reason)
-        with store.transaction():
-            return commit(store, decision, None, None, proposal, owner, now)
-    proposal = dataclasses.replace(proposal, sensitivity=verdict.sensitivity)
-    decision = Decision(Operation.SUPERSEDE, "correction", "corrected by the user",
-                        Status.ACTIVE, supersede=tuple(targets))  # fmt: skip
-    vector = None
-    if vectors_enabled(store, embedder):
-        vector = embed_contents(embedder, [proposal.content])[0]
-    digest = content_hash(proposal.content)
+
+
+def _vector(store: Store, embedder: Embedder, content: str) -> NDArray[np.float32] | None:
+    if not vectors_enabled(store, embedder):
+        return None
+    vector: NDArray[np.float32] = embed_contents(embedder, [content.strip()])[0]
+    return vector
+
+
+def correct(
+    store: Store, embedder: Embedder, config: Config, vis: Visibility, record_id: str,
+    content: str, value: object, actor: str, now: datetime,
+) -> WriteResult:  # fmt: skip
+    """Supersede ``record_id`` (and its contest partner) with a user-stated new version.
+
+    ``Conflict`` when the record is no longer active or disputed: a concurrent
+    correction superseded it first (the message names the version that did), or it
+    was retracted or expired. Two racing corrections thus never fork the chain."""
+    vector = _vector(store, embedder, content)
     with store.transaction():
+        record = _reread(store, vis, record_id)
+        targets = _correction_targets(store, vis, record)
+        proposal = _correction(record, content, value, now)
+        verdict = policy.evaluate(proposal, config.write)
+        owner = owner_of(record, actor)
+        if verdict.kind != VerdictKind.ACCEPT:
+            decision = Decision(Operation.REJECT, verdict.code, verdict.reason)
+            return commit(store, decision, None, None, proposal, owner, now)
+        proposal = dataclasses.replace(proposal, sensitivity=verdict.sensitivity)
+        decision = Decision(Operation.SUPERSEDE, "correction", "corrected by the user",
+                            Status.ACTIVE, supersede=tuple(targets))  # fmt: skip
+        if vector is not None and store.vector_model() not in (None, embedder.model_id):
+            vector = None  # re-indexed under another model meanwhile
         model = embedder.model_id if vector is not None else None
-        new = new_record(proposal, owner, decision, now, config, digest, model)
+        new = new_record(proposal, owner, decision, now, config,
+                         content_hash(proposal.content), model)  # fmt: skip
         return commit(store, decision, new, vector, proposal, owner, now)
 
 
@@ -96,37 +129,47 @@ def _finish(
     store: Store, vis: Visibility, record: Record, changed: Record, operation: Operation,
     code: str, reason: str, actor: str, now: datetime,
 ) -> WriteResult:  # fmt: skip
-    with store.transaction():
-        store.update(changed)
-        related = []
-        if record.contested_with:
-            partner = store.get(vis, record.contested_with)
-            if partner is not None and partner.contested_with == record.id:
-                store.update(partner.replace(contested_with=None, updated_at=now))
-                related.append(partner.id)
-        owner = owner_of(record, actor)
-        entry = AuditEntry(to_micros(now) or 0, owner.tenant_id, owner.user_id, actor,
-                           operation.value, [record.id, *related], code)  # fmt: skip
-        store.append_audit(entry)
+    """Write ``changed`` and end the contest ``record`` was in; inside the transaction."""
+    store.update(changed)
+    related = []
+    if record.contested_with:
+        partner = store.get(vis, record.contested_with)
+        if partner is not None and partner.contested_with == record.id:
+            store.update(partner.replace(contested_with=None, updated_at=now))
+            related.append(partner.id)
+    owner = owner_of(record, actor)
+    entry = AuditEntry(to_micros(now) or 0, owner.tenant_id, owner.user_id, actor,
+                       operation.value, [record.id, *related], code)  # fmt: skip
+    store.append_audit(entry)
     return WriteResult(operation, changed, reason, related=related)
 
 
 def retract(
-    store: Store, vis: Visibility, record: Record, reason: str, actor: str, now: datetime
+    store: Store, vis: Visibility, record_id: str, reason: str, actor: str, now: datetime
 ) -> WriteResult:
-    """Mark ``record`` wrong: it stays in history but is never recalled."""
-    _changeable(store, vis, record)
-    changed = record.replace(status=Status.RETRACTED, contested_with=None, updated_at=now)
-    return _finish(store, vis, record, changed, Operation.RETRACT, "retracted", reason, actor, now)
+    """Mark the record wrong: it stays in history but is never recalled. ``Conflict``
+    when it is no longer active or disputed (e.g. a correction superseded it first:
+    the caller never saw that version, so it is not retracted on their behalf)."""
+    with store.transaction():
+        record = _reread(store, vis, record_id)
+        _require_changeable(record)
+        changed = record.replace(status=Status.RETRACTED, contested_with=None, updated_at=now)
+        return _finish(store, vis, record, changed, Operation.RETRACT, "retracted", reason,
+                       actor, now)  # fmt: skip
 
 
-def expire(store: Store, vis: Visibility, record: Record, actor: str, now: datetime) -> WriteResult:
-    """Close ``record``'s validity now: it is history from here on."""
-    _changeable(store, vis, record)
-    end = record.valid_to if record.valid_to and record.valid_to < now else now
-    if record.valid_from is not None and end < record.valid_from:
-        end = record.valid_from
-    changed = record.replace(status=Status.EXPIRED, valid_to=end, contested_with=None,
-                             updated_at=now)  # fmt: skip
-    return _finish(store, vis, record, changed, Operation.EXPIRE, "expired",
-                   "validity ended", actor, now)  # fmt: skip
+def expire(
+    store: Store, vis: Visibility, record_id: str, actor: str, now: datetime
+) -> WriteResult:
+    """Close the record's validity now: it is history from here on (``Conflict`` as
+    for ``retract``)."""
+    with store.transaction():
+        record = _reread(store, vis, record_id)
+        _require_changeable(record)
+        end = record.valid_to if record.valid_to and record.valid_to < now else now
+        if record.valid_from is not None and end < record.valid_from:
+            end = record.valid_from
+        changed = record.replace(status=Status.EXPIRED, valid_to=end, contested_with=None,
+                                 updated_at=now)  # fmt: skip
+        return _finish(store, vis, record, changed, Operation.EXPIRE, "expired",
+                       "validity ended", actor, now)  # fmt: skip

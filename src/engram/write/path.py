@@ -1,14 +1,18 @@
 """The write path in order: propose -> policy -> decide -> commit -> index.
 
-``WritePath.write`` takes validated proposals for one owner slot, runs the
-policy and embeds in batch outside the transaction, then decides and commits
-each proposal inside ONE transaction, so a batch lands whole or not at all.
+``WritePath.prepare`` runs the policy and embeds in batch with no lock held
+(the embedder may be slow: a model, a network call), then
+``WritePath.commit_prepared`` decides and commits each proposal inside the
+caller's transaction, reading the write slot there, so every decision is made
+on what the transaction sees and a batch lands whole or not at all.
+``WritePath.write`` is both steps for one owner slot in one transaction.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
@@ -26,9 +30,22 @@ from engram.write.index import embed_contents, vectors_enabled
 from engram.write.policy import Verdict, VerdictKind
 from engram.write.proposal import content_hash
 
-__all__ = ["WritePath"]
+__all__ = ["Prepared", "WritePath"]
 
 _ACTIVE = (Status.ACTIVE.value,)
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """Proposals with their policy verdicts, content hashes and vectors, computed
+    before any lock is taken. ``model`` is the embedder the vectors came from
+    (None when no vectors were made)."""
+
+    proposals: tuple[Proposal, ...]
+    verdicts: tuple[Verdict, ...]
+    hashes: tuple[str, ...]
+    vectors: tuple[NDArray[np.float32] | None, ...]
+    model: str | None
 
 
 class WritePath:
@@ -43,29 +60,47 @@ class WritePath:
         self, owner: Owner, proposals: Sequence[Proposal], now: datetime
     ) -> list[WriteResult]:
         """Write every proposal for ``owner`` in one transaction; results in order."""
-        verdicts = [policy.evaluate(p, self._config.write) for p in proposals]
-        hashes = [content_hash(p.content) for p in proposals]
-        vectors = self._vectors(proposals, verdicts)
-        slot = OwnerSlot(owner.tenant_id, owner.user_id, owner.agent_id, owner.scope)
-        results = []
+        prepared = self.prepare(proposals)
         with self._store.transaction():
+            return self.commit_prepared(owner, prepared, now)
+
+    def prepare(self, proposals: Sequence[Proposal]) -> Prepared:
+        """Policy verdicts, hashes and vectors: the slow part, done with no lock held."""
+        verdicts = tuple(policy.evaluate(p, self._config.write) for p in proposals)
+        hashes = tuple(content_hash(p.content) for p in proposals)
+        vectors, model = self._vectors(proposals, verdicts)
+        return Prepared(tuple(proposals), verdicts, hashes, vectors, model)
+
+    def commit_prepared(
+        self, owner: Owner, prepared: Prepared, now: datetime
+    ) -> list[WriteResult]:
+        """Decide and commit prepared proposals; the caller holds the transaction.
+
+        Vectors made under another model than the store's (the store was
+        re-indexed meanwhile) are dropped rather than mixed in."""
+        slot = OwnerSlot(owner.tenant_id, owner.user_id, owner.agent_id, owner.scope)
+        model = prepared.model
+        if model is not None and self._store.vector_model() not in (None, model):
+            model = None
+        return [
+            self._one(slot, owner, proposal, verdict, digest, vector if model else None, now)
             for proposal, verdict, digest, vector in zip(
-                proposals, verdicts, hashes, vectors, strict=True
-            ):
-                results.append(self._one(slot, owner, proposal, verdict, digest, vector, now))
-        return results
+                prepared.proposals, prepared.verdicts, prepared.hashes, prepared.vectors,
+                strict=True,
+            )
+        ]  # fmt: skip
 
     def _vectors(
         self, proposals: Sequence[Proposal], verdicts: Sequence[Verdict]
-    ) -> list[NDArray[np.float32] | None]:
+    ) -> tuple[tuple[NDArray[np.float32] | None, ...], str | None]:
         wanted = [i for i, v in enumerate(verdicts) if v.kind != VerdictKind.REJECT]
         out: list[NDArray[np.float32] | None] = [None] * len(proposals)
         if not wanted or not vectors_enabled(self._store, self._embedder):
-            return out
+            return tuple(out), None
         matrix = embed_contents(self._embedder, [proposals[i].content for i in wanted])
         for row, index in enumerate(wanted):
             out[index] = matrix[row]
-        return out
+        return tuple(out), self._embedder.model_id
 
     def _one(
         self,
