@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from common import context, machine, print_table, summarize, temp_dir, write_results
-
 from engram import Config, Engram
 from engram.config import StoreConfig, WritePolicy
 

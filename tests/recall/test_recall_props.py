@@ -72,8 +72,9 @@ budgets = st.builds(
 
 
 def _quota(mem: Engram, budget: Budget, type_name: str) -> int:
+    """The caller's quotas are hard; the configuration's only shape the first pass."""
     overrides: Mapping[str, int] = budget.per_type or {}
-    return overrides.get(type_name, mem.config.policy(type_name).quota)
+    return overrides.get(type_name, budget.max_items)
 
 
 @SETTINGS

@@ -5,6 +5,12 @@ with the best ``lambda * score - (1 - lambda) * similarity to what is already
 chosen``, skipping any that would break a quota or the token budget. Tokens are
 counted on the exact rendered block (preamble, section headers and items), so
 the rendered prompt never exceeds ``max_tokens``.
+
+The per-type quotas of the configuration are work-conserving: they shape the
+first pass, so that one type cannot crowd out the others while others compete,
+and the slots they leave empty go to the next best items of any type in a
+second pass. A store holding only episodes still fills ``max_items``. Quotas the
+caller names in ``Budget.per_type`` are hard caps (0 excludes a type).
 """
 
 from __future__ import annotations
@@ -91,22 +97,60 @@ def select(
     render: Callable[[list[Candidate]], str], counter: TokenCounter,
 ) -> tuple[list[Candidate], int]:  # fmt: skip
     """Choose items within the budget; returns them best first and the tokens they use."""
-    quotas, used = _quotas(config, budget), dict[str, int]()
-    pool = [c for c in ranked if quotas.get(c.record.type, 0) > 0]
+    hard = dict(budget.per_type or {})
+    pool = [c for c in ranked if hard.get(c.record.type, 1) > 0]
     mmr = _Diversity(pool, config.recall.mmr_lambda)
-    chosen: list[Candidate] = []
-    tokens = 0
-    while mmr.open.any() and len(chosen) < budget.max_items:
-        index = mmr.pick()
-        mmr.open[index] = False
-        pick = pool[index]
-        trial = sorted([*chosen, pick], key=lambda c: -c.score)
-        cost = counter.count(render(trial))
-        if cost > budget.max_tokens:
-            continue
-        chosen, tokens = trial, cost
-        mmr.chose(index)
-        used[pick.record.type] = used.get(pick.record.type, 0) + 1
-        if used[pick.record.type] >= quotas[pick.record.type]:
-            mmr.open &= np.array([c.record.type != pick.record.type for c in pool], dtype=bool)
-    return chosen, tokens
+    picker = _Picker(pool, mmr, budget, render, counter)
+    picker.fill(_quotas(config, budget))
+    picker.reopen_quota_closed()
+    picker.fill(hard)
+    return picker.chosen, picker.tokens
+
+
+class _Picker:
+    """Greedy MMR selection under item, token and per-type limits, in passes."""
+
+    def __init__(
+        self, pool: list[Candidate], mmr: _Diversity, budget: Budget,
+        render: Callable[[list[Candidate]], str], counter: TokenCounter,
+    ) -> None:  # fmt: skip
+        self._pool, self._mmr, self._budget = pool, mmr, budget
+        self._render, self._counter = render, counter
+        self._too_big = np.zeros(len(pool), dtype=bool)
+        self.chosen: list[Candidate] = []
+        self.tokens = 0
+
+    def fill(self, quotas: Mapping[str, int]) -> None:
+        """Take the best open candidates until the items run out or the budget is full;
+        a type whose count reaches its quota in ``quotas`` is closed."""
+        mmr, pool = self._mmr, self._pool
+        used: dict[str, int] = {}
+        for cand in self.chosen:
+            used[cand.record.type] = used.get(cand.record.type, 0) + 1
+        for type_name, count in used.items():
+            self._close_if_full(type_name, count, quotas)
+        while mmr.open.any() and len(self.chosen) < self._budget.max_items:
+            index = mmr.pick()
+            mmr.open[index] = False
+            pick = pool[index]
+            trial = sorted([*self.chosen, pick], key=lambda c: -c.score)
+            cost = self._counter.count(self._render(trial))
+            if cost > self._budget.max_tokens:
+                self._too_big[index] = True
+                continue
+            self.chosen, self.tokens = trial, cost
+            mmr.chose(index)
+            used[pick.record.type] = used.get(pick.record.type, 0) + 1
+            self._close_if_full(pick.record.type, used[pick.record.type], quotas)
+
+    def _close_if_full(self, type_name: str, count: int, quotas: Mapping[str, int]) -> None:
+        if type_name in quotas and count >= quotas[type_name]:
+            self._mmr.open &= np.array([c.record.type != type_name for c in self._pool],
+                                       dtype=bool)  # fmt: skip
+
+    def reopen_quota_closed(self) -> None:
+        """Open again every candidate not chosen and not refused for its size."""
+        chosen = {id(c) for c in self.chosen}
+        self._mmr.open = np.array(
+            [id(c) not in chosen for c in self._pool], dtype=bool
+        ) & ~self._too_big
