@@ -137,6 +137,7 @@ class Budget:
     max_items: int = 6
     max_tokens: int = 700
     per_type: Mapping[str, int] | None = None
+    layout: str = "full"  # "full": sections and attributes; "compact": one line an item
 
 
 def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:

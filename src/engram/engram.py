@@ -28,10 +28,16 @@ from engram.errors import (
 )
 from engram.lifecycle import forget as forgetting
 from engram.lifecycle.transfer import ImportReport, export_rows, import_rows
-from engram.recall.budget import ApproxTokenCounter, TokenCounter, validate_budget
+from engram.recall.budget import (
+    ApproxTokenCounter,
+    TokenCounter,
+    minimum_tokens,
+    validate_budget,
+)
 from engram.recall.model import RecallResult
 from engram.recall.pipeline import Request
 from engram.recall.pipeline import run as run_pipeline
+from engram.recall.render import render
 from engram.recall.usage import UsageRecorder
 from engram.scope import GLOBAL, Context, Scope, parse_scope, resolve
 from engram.store.audit import AuditReport
@@ -306,7 +312,8 @@ class Engram:
         scope = resolve(ctx)
         if not isinstance(query, str) or len(query) > _MAX_QUERY:
             raise InvalidArgument(f"query must be a string of at most {_MAX_QUERY} characters")
-        chosen = validate_budget(self.config.recall.budget if budget is None else budget)
+        chosen = validate_budget(self.config.recall.budget if budget is None else budget,
+                                 self._minimum_tokens)  # fmt: skip
         when = self._now(now)
         request = Request(scope, query, intent, chosen, when,
                           None if as_of is None else require_aware(as_of, "as_of"))  # fmt: skip
@@ -315,6 +322,11 @@ class Engram:
         self._usage.record(vis, result.ids, to_micros(when) or 0, result.trace.trace_id,
                            result.trace.to_dict())  # fmt: skip
         return result
+
+    def _minimum_tokens(self, layout: str) -> int:
+        """Tokens of the smallest block in ``layout`` under this instance's counter."""
+        return minimum_tokens(lambda c: render(c, self.config.types, layout=layout),
+                              self.token_counter)  # fmt: skip
 
     def trace(self, ctx: Context, trace_id: str) -> dict[str, Any]:
         """A stored recall trace by id (only the caller's own); ``NotFound`` otherwise."""

@@ -62,10 +62,11 @@ def memories(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
+MIN_BLOCK = 124  # the smallest block with the approximate counter (test_budget_fit.py)
 budgets = st.builds(
     Budget,
     max_items=st.integers(min_value=0, max_value=8),
-    max_tokens=st.one_of(st.integers(0, 200), st.integers(200, 1200)),
+    max_tokens=st.one_of(st.integers(MIN_BLOCK, 300), st.integers(300, 1200)),
     per_type=st.one_of(st.none(), st.dictionaries(st.sampled_from(TYPES),
                                                   st.integers(0, 3), max_size=3)),
 )  # fmt: skip

@@ -11,12 +11,20 @@ first pass, so that one type cannot crowd out the others while others compete,
 and the slots they leave empty go to the next best items of any type in a
 second pass. A store holding only episodes still fills ``max_items``. Quotas the
 caller names in ``Budget.per_type`` are hard caps (0 excludes a type).
+
+When relevant items exist but not even the best one fits ``max_tokens``, the
+best one is shortened to fit (same id, content cut at a word with a visible
+ellipsis) rather than dropped: an empty result must mean "nothing relevant", not
+"the budget was small". A budget too small for any block at all is refused up
+front (``minimum_tokens``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Protocol
 
 import numpy as np
@@ -25,8 +33,22 @@ from engram.config import Budget, Config
 from engram.errors import InvalidArgument
 from engram.kernels import pairwise_dots
 from engram.recall.model import Candidate
+from engram.recall.render import LAYOUTS
+from engram.types import Authority, Record, Retention, Sensitivity, Source, Status, Tier
 
-__all__ = ["ApproxTokenCounter", "TokenCounter", "select", "validate_budget"]
+__all__ = [
+    "ELLIPSIS",
+    "SHORTENED",
+    "ApproxTokenCounter",
+    "TokenCounter",
+    "minimum_tokens",
+    "select",
+    "validate_budget",
+]
+
+ELLIPSIS = " […]"
+SHORTENED = "shortened to fit the token budget (get() returns it whole)"
+MIN_KEPT_CHARS = 24  # a shortened memory keeps at least this much of its text
 
 
 class TokenCounter(Protocol):
@@ -46,18 +68,56 @@ class ApproxTokenCounter:
         return math.ceil(len(text) / 4)
 
 
-def validate_budget(budget: object) -> Budget:
-    """Check a caller's budget; raise ``InvalidArgument`` on nonsense."""
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def validate_budget(budget: object, minimum: Callable[[str], int] | None = None) -> Budget:
+    """Check a caller's budget; raise ``InvalidArgument`` on nonsense, and on a
+    ``max_tokens`` below ``minimum(layout)`` (the smallest block) when items are
+    allowed."""
     if not isinstance(budget, Budget):
         raise InvalidArgument("budget must be an engram.Budget")
-    if not isinstance(budget.max_items, int) or budget.max_items < 0:
+    if budget.layout not in LAYOUTS:
+        raise InvalidArgument(f"budget.layout must be one of {', '.join(LAYOUTS)}")
+    if not _count(budget.max_items):
         raise InvalidArgument("budget.max_items must be a non-negative integer")
-    if not isinstance(budget.max_tokens, int) or budget.max_tokens < 0:
+    if not _count(budget.max_tokens):
         raise InvalidArgument("budget.max_tokens must be a non-negative integer")
+    if not isinstance(budget.per_type, (Mapping, type(None))):
+        raise InvalidArgument("budget.per_type must be a mapping of type name to quota")
     for name, quota in (budget.per_type or {}).items():
-        if not isinstance(quota, int) or quota < 0:
+        if not isinstance(name, str) or not _count(quota):
             raise InvalidArgument(f"budget.per_type[{name!r}] must be a non-negative integer")
+    smallest = minimum(budget.layout) if minimum and budget.max_items > 0 else 0
+    if budget.max_tokens < smallest:
+        raise InvalidArgument(
+            f"budget.max_tokens={budget.max_tokens} is below {smallest}, the smallest "
+            f"{budget.layout} memory block (preamble and one shortened item); raise it, use "
+            "layout='compact', or ask for max_items=0"
+        )
     return budget
+
+
+def _probe_record(scope: str = "user") -> Record:
+    """A representative record for measuring a block's fixed cost."""
+    now = datetime(2024, 1, 1, tzinfo=UTC)
+    return Record(
+        id="0" * 26, tenant_id="t", user_id="u", agent_id=None, scope=scope,
+        tier=Tier.SEMANTIC, type="fact", key=None, value=None,
+        content="x" * MIN_KEPT_CHARS + ELLIPSIS, authority=Authority.EXPLICIT_USER,
+        confidence=1.0, source=Source(), observed_at=now, valid_from=None, valid_to=None,
+        created_at=now, updated_at=now, status=Status.ACTIVE, version=1, supersedes=None,
+        superseded_by=None, sensitivity=Sensitivity.LOW, purpose=None, consent_basis=None,
+        retention=Retention.PERMANENT, expires_at=None, importance=0.5, access_count=0,
+        last_accessed_at=None, private=False, embedding_model=None, content_hash="",
+        contested_with=None,
+    )  # fmt: skip
+
+
+def minimum_tokens(render: Callable[[list[Candidate]], str], counter: TokenCounter) -> int:
+    """Tokens of the smallest useful block: one item shortened to ``MIN_KEPT_CHARS``."""
+    return counter.count(render([Candidate(_probe_record())]))
 
 
 def _quotas(config: Config, budget: Budget) -> Mapping[str, int]:
@@ -95,8 +155,12 @@ class _Diversity:
 def select(
     ranked: list[Candidate], config: Config, budget: Budget,
     render: Callable[[list[Candidate]], str], counter: TokenCounter,
+    render_fresh: Callable[[list[Candidate]], str] | None = None,
 ) -> tuple[list[Candidate], int]:  # fmt: skip
-    """Choose items within the budget; returns them best first and the tokens they use."""
+    """Choose items within the budget; returns them best first and the tokens they use.
+
+    ``render`` may memoise items by id; ``render_fresh`` (default ``render``) must
+    not, since it renders shortened versions of a record under the same id."""
     hard = dict(budget.per_type or {})
     pool = [c for c in ranked if hard.get(c.record.type, 1) > 0]
     mmr = _Diversity(pool, config.recall.mmr_lambda)
@@ -104,7 +168,40 @@ def select(
     picker.fill(_quotas(config, budget))
     picker.reopen_quota_closed()
     picker.fill(hard)
+    if not picker.chosen and pool and budget.max_items > 0:
+        best = max(pool, key=lambda c: c.score)
+        fresh = render_fresh or render
+        short = shorten(best, budget.max_tokens, fresh, counter)
+        if short is not None:
+            return [short], counter.count(fresh([short]))
     return picker.chosen, picker.tokens
+
+
+def shorten(
+    cand: Candidate, max_tokens: int, render: Callable[[list[Candidate]], str],
+    counter: TokenCounter,
+) -> Candidate | None:  # fmt: skip
+    """``cand`` with its content cut (at a word, ellipsis shown) so that its block fits
+    ``max_tokens``; None when even ``MIN_KEPT_CHARS`` characters do not fit."""
+    text = cand.record.content
+
+    def version(chars: int) -> Candidate:
+        cut = text[:chars]
+        if " " in cut[MIN_KEPT_CHARS // 2 :]:
+            cut = cut[: cut.rindex(" ")]
+        record = cand.record.replace(content=cut.rstrip() + ELLIPSIS)
+        return dataclasses.replace(cand, record=record, reason=SHORTENED)
+
+    def fits(chars: int) -> bool:
+        return counter.count(render([version(chars)])) <= max_tokens
+
+    low, high = min(MIN_KEPT_CHARS, len(text)), len(text) - 1
+    if high < low or not fits(low):
+        return None
+    while low < high:  # the longest cut that fits
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid - 1)
+    return version(low)
 
 
 class _Picker:

@@ -127,14 +127,22 @@ def _budget(s: _State) -> None:
     rendered: dict[str, str] = {}
 
     def draft(items: list[Candidate]) -> str:
-        return render(items, s.config.types, rendered)
+        return render(items, s.config.types, rendered, s.request.budget.layout)
 
-    s.candidates, s.tokens = budget_stage.select(s.candidates, s.config, s.request.budget,
-                                                 draft, s.counter)  # fmt: skip
+    ranked = s.candidates
+    def fresh(items: list[Candidate]) -> str:
+        return render(items, s.config.types, None, s.request.budget.layout)
+
+    s.candidates, s.tokens = budget_stage.select(ranked, s.config, s.request.budget,
+                                                 draft, s.counter, fresh)  # fmt: skip
+    chosen = {c.id for c in s.candidates}
+    for cand in ranked:
+        if cand.id not in chosen:
+            s.trace.reject("budget", cand.id)
 
 
 def _render(s: _State) -> None:
-    s.prompt = render(s.candidates, s.config.types)
+    s.prompt = render(s.candidates, s.config.types, layout=s.request.budget.layout)
 
 
 STAGES: tuple[tuple[str, Callable[[_State], None]], ...] = (
@@ -184,7 +192,8 @@ def _reason(cand: Candidate) -> str:
     c = cand.components
     basis = max(("semantic", "coverage", "structural"), key=lambda k: c.get(k, 0.0))
     found = "+".join(sorted(cand.channels)) or "none"
-    return f"{cand.record.type} in {cand.record.scope}; relevant by {basis}; found by {found}"
+    reason = f"{cand.record.type} in {cand.record.scope}; relevant by {basis}; found by {found}"
+    return f"{reason}; {cand.reason}" if cand.reason else reason
 
 
 def run(
