@@ -32,7 +32,17 @@ from engram.store.base import Store
 from engram.store.predicate import NO_AGENT, NO_USER, Subject, Visibility
 from engram.store.rows import to_micros
 from engram.store.sqlite import SQLiteStore
-from engram.types import Authority, Proposal, Record, Status, Turn, WriteResult, parse_enum
+from engram.types import (
+    Authority,
+    Proposal,
+    Record,
+    Source,
+    SourceKind,
+    Status,
+    Turn,
+    WriteResult,
+    parse_enum,
+)
 from engram.write import corrections
 from engram.write.commit import Owner
 from engram.write.index import RebuildReport, rebuild
@@ -193,10 +203,15 @@ class Engram:
 
     def remember_global(self, tenant_id: str, content: str, *, now: datetime | None = None,
                         **fields: Any) -> WriteResult:  # fmt: skip
-        """Administrative write of a tenant-wide (``global``) memory; authority explicit_admin."""
+        """Administrative write of a tenant-wide (``global``) memory.
+
+        The admin's own statement carries explicit_admin; text from another source
+        (a consolidation, a document) carries what its source kind allows.
+        """
         scope = resolve(Context(tenant_id=tenant_id, user_id="admin"))
         fields.pop("scope", None)
-        fields.setdefault("authority", Authority.EXPLICIT_ADMIN)
+        if Source.coerce(fields.get("source")).kind == SourceKind.CONVERSATION:
+            fields.setdefault("authority", Authority.EXPLICIT_ADMIN)
         proposal = build_proposal(self.config, content, scope=GLOBAL, **fields)
         owner = Owner(scope.tenant_id, NO_USER, NO_AGENT, GLOBAL, "admin")
         return self._writer.write(owner, [proposal], self._now(now))[0]
