@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import reprlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -39,6 +40,7 @@ __all__ = [
     "identifiers",
     "json_value",
     "label",
+    "shown",
     "text",
 ]
 
@@ -59,6 +61,14 @@ EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
 LATEST = datetime(9000, 12, 31, tzinfo=UTC)
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 3, 60, 60
+
+
+def shown(value: object) -> str:
+    """A short repr for an error message: bounded in length and nesting (a plain
+    ``repr`` of a 10 MB string or a 5,000-deep list is the problem, not the message)."""
+    return _SHOWN.repr(value)
 
 
 def _no_surrogates(value: str, name: str) -> None:
@@ -79,7 +89,8 @@ def identifier(value: object, name: str) -> str:
         raise InvalidArgument(f"{name} must be 1-{MAX_IDENTIFIER_CHARS} characters long")
     if value != value.strip() or not value.isprintable():
         raise InvalidArgument(
-            f"{name} must be printable characters without surrounding whitespace, got {value!r}"
+            f"{name} must be printable characters without surrounding whitespace, "
+            f"got {shown(value)}"
         )
     return value
 
@@ -149,7 +160,7 @@ class _Walk:
                 raise InvalidArgument(f"{path} is an integer outside the signed 64-bit range")
         elif isinstance(item, float):
             if not math.isfinite(item):
-                raise InvalidArgument(f"{path} must be a finite number, got {item!r}")
+                raise InvalidArgument(f"{path} must be a finite number, got {shown(item)}")
         elif isinstance(item, str):
             self.spend(len(item), path)
             _no_surrogates(item, path)

@@ -140,7 +140,7 @@ def parse_scope(value: object, owner: Scope) -> str:
     the context does not carry, or ``global`` is refused.
     """
     if not isinstance(value, str) or not value:
-        raise InvalidArgument(f"scope must be a non-empty string, got {value!r}")
+        raise InvalidArgument(f"scope must be a non-empty string, got {limits.shown(value)}")
     if value == GLOBAL:
         raise Forbidden("a user context cannot write global scope; use remember_global")
     if value == USER:
@@ -148,8 +148,8 @@ def parse_scope(value: object, owner: Scope) -> str:
     match = _SCOPE_RE.fullmatch(value)
     if match is None:
         raise InvalidArgument(
-            f"scope {value!r} must be one of: user, project:<id>, repo:<id>, task:<id>, "
-            "session:<id>"
+            f"scope {limits.shown(value)} must be one of: user, project:<id>, repo:<id>, "
+            "task:<id>, session:<id>"
         )
     kind, ident = match.groups()
     if kind == "user":
@@ -158,7 +158,7 @@ def parse_scope(value: object, owner: Scope) -> str:
         return USER
     if value not in owner.named_scopes:
         raise InvalidArgument(
-            f"scope {value!r} is not named by this context (set the matching "
+            f"scope {limits.shown(value)} is not named by this context (set the matching "
             f"project_id / repository_id / task_id / session_id on the Context)"
         )
     return value

@@ -112,6 +112,7 @@ E = TypeVar("E", bound=StrEnum)
 def parse_enum(enum: type[E], value: object, field_name: str) -> E:
     """Accept an enum member or its string value; raise a clear error otherwise."""
     from engram.errors import InvalidArgument
+    from engram.limits import shown
 
     if isinstance(value, enum):
         return value
@@ -121,7 +122,7 @@ def parse_enum(enum: type[E], value: object, field_name: str) -> E:
         except ValueError:
             pass
     allowed = ", ".join(member.value for member in enum)
-    raise InvalidArgument(f"{field_name} must be one of: {allowed}; got {value!r}")
+    raise InvalidArgument(f"{field_name} must be one of: {allowed}; got {shown(value)}")
 
 
 @dataclass(frozen=True, slots=True)

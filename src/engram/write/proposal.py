@@ -7,10 +7,11 @@ touches storage.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,13 +19,22 @@ from engram import limits
 from engram.clock import require_aware
 from engram.config import Config
 from engram.errors import InvalidArgument
-from engram.types import Proposal, Retention, Sensitivity, Source, parse_enum
+from engram.types import Proposal, Retention, Sensitivity, Source, Turn, parse_enum
 from engram.write.provenance import authority_for
 
-__all__ = ["build_proposal", "content_hash", "normalise_content"]
+__all__ = [
+    "build_proposal",
+    "check_iterable",
+    "check_turns",
+    "content_hash",
+    "normalise_content",
+    "proposal_fields",
+]
 
 _KEY_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/-]{0,199}")
 _SPACE_RE = re.compile(r"\s+")
+_FIELDS = frozenset(f.name for f in dataclasses.fields(Proposal))
+_MAX_ROLE_CHARS = 64
 
 
 def normalise_content(text: str) -> str:
@@ -41,7 +51,7 @@ def content_hash(text: str) -> str:
 def _unit(value: object, name: str) -> float:
     """A number in [0, 1]; NaN and integers too large for a float fail the comparison."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise InvalidArgument(f"{name} must be a number between 0 and 1, got {value!r:.40}")
+        raise InvalidArgument(f"{name} must be a number between 0 and 1, got {limits.shown(value)}")
     return float(value)
 
 
@@ -66,7 +76,7 @@ def _key(value: object) -> str | None:
         return None
     if not isinstance(value, str) or not _KEY_RE.fullmatch(value):
         raise InvalidArgument(
-            f"key must match {_KEY_RE.pattern} (e.g. 'user.timezone'), got {value!r}"
+            f"key must match {_KEY_RE.pattern} (e.g. 'user.timezone'), got {limits.shown(value)}"
         )
     return value
 
@@ -115,13 +125,13 @@ def build_proposal(
     """
     type_name = config.default_type if type is None else type
     if not isinstance(type_name, str):
-        raise InvalidArgument(f"type must be a string, got {type_name!r}")
+        raise InvalidArgument(f"type must be a string, got {limits.shown(type_name)}")
     config.policy(type_name)
     start, end = _time(valid_from, "valid_from"), _time(valid_to, "valid_to")
     if start is not None and end is not None and end <= start:
         raise InvalidArgument("valid_to must be later than valid_from")
     if not isinstance(private, bool):
-        raise InvalidArgument(f"private must be True or False, got {private!r}")
+        raise InvalidArgument(f"private must be True or False, got {limits.shown(private)}")
     origin = Source.coerce(source)
     return Proposal(
         content=_content(content),
@@ -142,3 +152,35 @@ def build_proposal(
         importance=_unit(importance, "importance"),
         private=private,
     )
+
+
+def proposal_fields(item: Mapping[Any, Any], where: str) -> dict[str, Any]:
+    """``item`` as keyword arguments of ``build_proposal`` (plus ``content`` and
+    ``scope``); an unknown or non-string field is ``InvalidArgument``, not a TypeError."""
+    unknown = [name for name in item if not isinstance(name, str) or name not in _FIELDS]
+    if unknown:
+        names = ", ".join(sorted(repr(name)[:60] for name in unknown))
+        raise InvalidArgument(f"{where} has unknown fields: {names}; known: {sorted(_FIELDS)}")
+    return dict(item)
+
+
+def check_iterable(items: object, name: str) -> None:
+    """A collection of items, not a string, a mapping or a scalar."""
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+        raise InvalidArgument(f"{name} must be a list of mappings")
+
+
+def check_turns(turns: object) -> None:
+    """A sequence of well-formed ``Turn``: a short role, bounded text, an aware time."""
+    if isinstance(turns, (str, bytes)) or not isinstance(turns, Sequence):
+        raise InvalidArgument("turns must be a sequence of engram.Turn")
+    for index, turn in enumerate(turns):
+        where = f"turns[{index}]"
+        if not isinstance(turn, Turn):
+            raise InvalidArgument(f"{where} must be an engram.Turn")
+        limits.text(turn.role, f"{where}.role", _MAX_ROLE_CHARS)
+        limits.text(turn.text, f"{where}.text")
+        if turn.time is not None:
+            require_aware(turn.time, f"{where}.time")
+        if turn.ref is not None:
+            limits.label(turn.ref, f"{where}.ref", limits.MAX_SOURCE_REF_CHARS)
