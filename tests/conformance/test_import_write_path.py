@@ -81,7 +81,7 @@ def test_importing_the_same_export_twice_changes_nothing(mem: Engram, ctx: Conte
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"confidence": float("nan")}, "confidence"),
+        ({"source": {"kind": "tool", "ref": "line\nbreak"}}, "source.ref"),
         ({"value": {"x": float("inf")}}, "finite"),
         ({"status": "deleted"}, "status deleted"),
         ({"version": "3"}, "version"),
