@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
+from engram import limits
 from engram.errors import InvalidArgument
 
 __all__ = ["Clock", "FrozenClock", "SystemClock", "require_aware"]
@@ -48,9 +49,10 @@ class FrozenClock:
 
 
 def require_aware(value: datetime, name: str) -> datetime:
-    """Reject naive datetimes: Engram never guesses a timezone."""
+    """Reject naive datetimes (Engram never guesses a timezone) and ones so close to
+    ``datetime.min``/``max`` that a retention period or a time-zone shift would overflow."""
     if not isinstance(value, datetime):
         raise InvalidArgument(f"{name} must be a datetime, got {type(value).__name__}")
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidArgument(f"{name} must be timezone-aware (e.g. datetime.now(UTC))")
-    return value.astimezone(UTC)
+    return limits.check_moment(value, name).astimezone(UTC)

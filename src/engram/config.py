@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from engram.errors import ConfigError
+from engram.limits import shown
 from engram.types import Retention, SourceKind, Tier
 
 __all__ = [
@@ -316,7 +317,7 @@ class Config:
             return self.types[type_name]
         except KeyError:
             known = ", ".join(sorted(self.types))
-            raise ConfigError(f"unknown memory type {type_name!r}; known: {known}") from None
+            raise ConfigError(f"unknown memory type {shown(type_name)}; known: {known}") from None
 
     def with_changes(self, **changes: Any) -> Config:
         """A copy with top-level fields replaced."""

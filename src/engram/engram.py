@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from engram import limits
 from engram.clock import Clock, SystemClock, require_aware
 from engram.config import Budget, Config
 from engram.embed import Embedder, create_embedder
@@ -45,18 +46,29 @@ from engram.store.base import Store
 from engram.store.predicate import NO_AGENT, NO_USER, Subject, Visibility
 from engram.store.rows import to_micros
 from engram.store.sqlite import SQLiteStore
-from engram.types import Authority, Proposal, Record, Status, Turn, WriteResult, parse_enum
+from engram.types import (
+    Authority,
+    Proposal,
+    Record,
+    Source,
+    SourceKind,
+    Status,
+    Turn,
+    WriteResult,
+    parse_enum,
+)
 from engram.write import corrections
 from engram.write.commit import Owner
 from engram.write.index import RebuildReport, rebuild
 from engram.write.path import WritePath
-from engram.write.proposal import build_proposal
+from engram.write.proposal import build_proposal, check_iterable, check_turns, proposal_fields
 from engram.write.propose import Proposer, RuleProposer
 
 __all__ = ["Engram"]
 
 _STATUS_ALL = tuple(status.value for status in Status)
-_MAX_QUERY = 32_768
+_MAX_URL = 4096
+_MAX_INTENT = 64
 
 
 def _sqlite_path(url: str) -> str:
@@ -105,8 +117,12 @@ class Engram:
         **embedder_options: Any,
     ) -> Engram:
         """Open (creating if needed) the store at ``url`` with the given embedder."""
-        if not isinstance(url, str) or not url:
+        if not isinstance(url, str) or not url or len(url) > _MAX_URL or not url.isprintable():
             raise InvalidArgument("url must be a non-empty string such as sqlite:///engram.db")
+        if config is not None and not isinstance(config, Config):
+            raise InvalidArgument(f"config must be an engram.Config, got {type(config).__name__}")
+        if clock is not None and not isinstance(clock, Clock):
+            raise InvalidArgument("clock must have a now() method (an engram.Clock)")
         config = config or Config()
         store = SQLiteStore(_sqlite_path(url), config.store)
         return cls(store, create_embedder(embedder, **embedder_options), config, clock)
@@ -139,9 +155,7 @@ class Engram:
         return record
 
     def _record(self, vis: Visibility, memory_id: object) -> Record:
-        if not isinstance(memory_id, str) or not memory_id:
-            raise InvalidArgument("memory_id must be a non-empty string")
-        record = self.store.get(vis, memory_id)
+        record = self.store.get(vis, limits.identifier(memory_id, "memory_id"))
         if record is None:
             raise NotFound(f"no memory {memory_id!r} is visible to this context")
         return record
@@ -192,19 +206,14 @@ class Engram:
         self, scope: Scope, items: Iterable[Mapping[str, Any]]
     ) -> builtins.list[tuple[str, Proposal]]:
         """Every item validated into (target scope, proposal), before any write."""
-        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
-            raise InvalidArgument("items must be an iterable of mappings with 'content'")
+        check_iterable(items, "items")
         staged = []
         for index, item in enumerate(items):
             if not isinstance(item, Mapping) or "content" not in item:
                 raise InvalidArgument(f"item {index} must be a mapping with 'content'")
-            fields = dict(item)
-            try:
-                target = parse_scope(fields.pop("scope", "user"), scope)
-                proposal = build_proposal(self.config, fields.pop("content"), scope=target,
-                                          **fields)  # fmt: skip
-            except TypeError as exc:  # an unknown keyword
-                raise InvalidArgument(f"item {index}: {exc}") from None
+            fields = proposal_fields(item, f"item {index}")
+            target = parse_scope(fields.pop("scope", "user"), scope)
+            proposal = build_proposal(self.config, fields.pop("content"), scope=target, **fields)
             if proposal.authority == Authority.EXPLICIT_ADMIN:
                 raise InvalidArgument("authority explicit_admin is reserved to remember_global")
             staged.append((target, proposal))
@@ -241,18 +250,24 @@ class Engram:
         ``LLMProposer`` may be passed, and its proposals meet the same policy.
         """
         resolve(ctx)
-        if isinstance(turns, (str, bytes)) or not all(isinstance(t, Turn) for t in turns):
-            raise InvalidArgument("turns must be a sequence of engram.Turn")
+        check_turns(turns)
         proposals = (proposer or RuleProposer()).propose(list(turns))
         items = [_proposal_item(p) for p in proposals]
         return self.remember_many(ctx, items, now=now) if items else []
 
     def remember_global(self, tenant_id: str, content: str, *, now: datetime | None = None,
                         **fields: Any) -> WriteResult:  # fmt: skip
-        """Administrative write of a tenant-wide (``global``) memory; authority explicit_admin."""
+        """Administrative write of a tenant-wide (``global``) memory.
+
+        The admin's own statement carries explicit_admin; text from another source
+        (a consolidation, a document) carries what its source kind allows.
+        """
         scope = resolve(Context(tenant_id=tenant_id, user_id="admin"))
+        fields = proposal_fields({"content": content, **fields}, "remember_global")
         fields.pop("scope", None)
-        fields.setdefault("authority", Authority.EXPLICIT_ADMIN)
+        content = fields.pop("content")
+        if Source.coerce(fields.get("source")).kind == SourceKind.CONVERSATION:
+            fields.setdefault("authority", Authority.EXPLICIT_ADMIN)
         proposal = build_proposal(self.config, content, scope=GLOBAL, **fields)
         owner = Owner(scope.tenant_id, NO_USER, NO_AGENT, GLOBAL, "admin")
         return self._writer.write(owner, [proposal], self._now(now))[0]
@@ -263,7 +278,7 @@ class Engram:
         scope, vis = self._visible(ctx)
         if not isinstance(content, str):
             raise InvalidArgument("content must be a string")
-        build_proposal(self.config, content, value=value)
+        value = build_proposal(self.config, content, value=value).value  # canonical JSON
         record = self._own_record(vis, memory_id)
         return corrections.correct(self.store, self.embedder, self.config, vis, record.id,
                                    content, value, _actor(scope), self._now(now))  # fmt: skip
@@ -272,7 +287,7 @@ class Engram:
                 now: datetime | None = None) -> WriteResult:  # fmt: skip
         """Mark a memory wrong: kept in history, never recalled again."""
         scope, vis = self._visible(ctx)
-        if not isinstance(reason, str) or not reason.strip():
+        if not limits.text(reason, "reason", limits.MAX_REASON_CHARS).strip():
             raise InvalidArgument("reason must be a non-empty string")
         record = self._own_record(vis, memory_id)
         return corrections.retract(self.store, vis, record.id, reason, _actor(scope),
@@ -310,8 +325,9 @@ class Engram:
         ``ambiguous`` are statuses of the result, not exceptions.
         """
         scope = resolve(ctx)
-        if not isinstance(query, str) or len(query) > _MAX_QUERY:
-            raise InvalidArgument(f"query must be a string of at most {_MAX_QUERY} characters")
+        limits.text(query, "query", limits.MAX_QUERY_CHARS)
+        if intent is not None and (not isinstance(intent, str) or len(intent) > _MAX_INTENT):
+            raise InvalidArgument("intent must be None or the name of a mode or an intent")
         chosen = validate_budget(self.config.recall.budget if budget is None else budget,
                                  self._minimum_tokens)  # fmt: skip
         when = self._now(now)
@@ -331,6 +347,7 @@ class Engram:
     def trace(self, ctx: Context, trace_id: str) -> dict[str, Any]:
         """A stored recall trace by id (only the caller's own); ``NotFound`` otherwise."""
         scope = resolve(ctx)
+        trace_id = limits.identifier(trace_id, "trace_id")
         subject = Subject(scope.tenant_id, scope.user_id)
         body = self._usage.pending_trace(subject, trace_id) or self.store.get_trace(
             subject, trace_id
@@ -357,11 +374,15 @@ class Engram:
         """Visible memories, newest first; ``status=None`` lists every status."""
         _, vis = self._visible(ctx)
         if type is not None:
+            if not isinstance(type, str):
+                raise InvalidArgument(f"type must be a string, got {builtins.type(type).__name__}")
             self.config.policy(type)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
             raise InvalidArgument("limit must be an integer between 1 and 10000")
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        if isinstance(offset, bool) or not isinstance(offset, int):
             raise InvalidArgument("offset must be a non-negative integer")
+        if not 0 <= offset <= limits.MAX_OFFSET:
+            raise InvalidArgument(f"offset must be between 0 and {limits.MAX_OFFSET}")
         return self.store.listing(vis, type, _statuses(status), limit, offset)
 
     def history(self, ctx: Context, memory_id: str) -> builtins.list[Record]:
@@ -404,4 +425,6 @@ def _statuses(status: str | Status | Sequence[str | Status] | None) -> tuple[str
         return _STATUS_ALL
     if isinstance(status, str):
         return (parse_enum(Status, status, "status").value,)
+    if not isinstance(status, Sequence):
+        raise InvalidArgument("status must be a status, a list of statuses, or None")
     return tuple(parse_enum(Status, s, "status").value for s in status)

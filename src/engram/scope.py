@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from engram import limits
 from engram.errors import Forbidden, IncompleteIdentity, InvalidArgument
 
 __all__ = [
@@ -36,7 +37,6 @@ __all__ = [
 GLOBAL = "global"
 USER = "user"
 SCOPE_KINDS = ("task", "session", "repo", "project", "user", "global")
-_ID_RE = re.compile(r"^[^\s\x00-\x1f:][^\x00-\x1f]{0,199}$")
 _SCOPE_RE = re.compile(r"^(project|repo|task|session|user):(.+)$")
 
 
@@ -93,19 +93,23 @@ class Scope:
 
 
 def _clean(value: object, name: str, *, required: bool) -> str | None:
+    """One context field: absent (None or blank) or a valid identifier.
+
+    A blank required field is ``IncompleteIdentity``; anything else that is not a
+    printable id of at most 200 characters without surrounding whitespace (so
+    ``"u42\\n"`` is not a second ``"u42"``) or that starts with ':' is
+    ``InvalidArgument``.
+    """
     if value is None or (isinstance(value, str) and not value.strip()):
         if required:
             raise IncompleteIdentity(
                 f"context.{name} is required: Engram never answers for an unknown {name}"
             )
         return None
-    if not isinstance(value, str):
-        raise InvalidArgument(f"context.{name} must be a string, got {type(value).__name__}")
-    if not _ID_RE.match(value):
-        raise InvalidArgument(
-            f"context.{name} must be 1-200 printable characters and not start with ':' or space"
-        )
-    return value
+    checked = limits.identifier(value, f"context.{name}")
+    if checked.startswith(":"):
+        raise InvalidArgument(f"context.{name} must not start with ':'")
+    return checked
 
 
 def resolve(ctx: Context) -> Scope:
@@ -136,16 +140,16 @@ def parse_scope(value: object, owner: Scope) -> str:
     the context does not carry, or ``global`` is refused.
     """
     if not isinstance(value, str) or not value:
-        raise InvalidArgument(f"scope must be a non-empty string, got {value!r}")
+        raise InvalidArgument(f"scope must be a non-empty string, got {limits.shown(value)}")
     if value == GLOBAL:
         raise Forbidden("a user context cannot write global scope; use remember_global")
     if value == USER:
         return USER
-    match = _SCOPE_RE.match(value)
+    match = _SCOPE_RE.fullmatch(value)
     if match is None:
         raise InvalidArgument(
-            f"scope {value!r} must be one of: user, project:<id>, repo:<id>, task:<id>, "
-            "session:<id>"
+            f"scope {limits.shown(value)} must be one of: user, project:<id>, repo:<id>, "
+            "task:<id>, session:<id>"
         )
     kind, ident = match.groups()
     if kind == "user":
@@ -154,7 +158,7 @@ def parse_scope(value: object, owner: Scope) -> str:
         return USER
     if value not in owner.named_scopes:
         raise InvalidArgument(
-            f"scope {value!r} is not named by this context (set the matching "
+            f"scope {limits.shown(value)} is not named by this context (set the matching "
             f"project_id / repository_id / task_id / session_id on the Context)"
         )
     return value

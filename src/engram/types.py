@@ -7,7 +7,7 @@ the store's back; changes go through the write path and produce new values.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -112,6 +112,7 @@ E = TypeVar("E", bound=StrEnum)
 def parse_enum(enum: type[E], value: object, field_name: str) -> E:
     """Accept an enum member or its string value; raise a clear error otherwise."""
     from engram.errors import InvalidArgument
+    from engram.limits import shown
 
     if isinstance(value, enum):
         return value
@@ -121,7 +122,7 @@ def parse_enum(enum: type[E], value: object, field_name: str) -> E:
         except ValueError:
             pass
     allowed = ", ".join(member.value for member in enum)
-    raise InvalidArgument(f"{field_name} must be one of: {allowed}; got {value!r}")
+    raise InvalidArgument(f"{field_name} must be one of: {allowed}; got {shown(value)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,32 +135,38 @@ class Source:
 
     @classmethod
     def coerce(cls, value: Source | Mapping[str, Any] | None) -> Source:
-        """Build a Source from a mapping such as ``{"kind": "tool", "ref": "D1:3"}``."""
+        """Build a checked Source from a mapping such as ``{"kind": "tool", "ref": "D1:3"}``."""
         from engram.errors import InvalidArgument
 
         if value is None:
             return cls()
         if isinstance(value, Source):
-            return value
+            return _checked_source(value.kind, value.ref, value.derived_from)
         if not isinstance(value, Mapping):
             raise InvalidArgument("source must be a mapping with kind, ref, derived_from")
         unknown = set(value) - {"kind", "ref", "derived_from"}
         if unknown:
-            raise InvalidArgument(f"source has unknown fields: {sorted(unknown)}")
-        ref = value.get("ref")
-        if ref is not None and not isinstance(ref, str):
-            raise InvalidArgument("source.ref must be a string")
-        derived = value.get("derived_from") or ()
-        if isinstance(derived, str) or not isinstance(derived, Sequence):
-            raise InvalidArgument("source.derived_from must be a list of record ids")
-        if not all(isinstance(item, str) for item in derived):
-            raise InvalidArgument("source.derived_from must hold record ids (strings)")
-        kind = parse_enum(SourceKind, value.get("kind", "conversation"), "source.kind")
-        return cls(kind=kind, ref=ref, derived_from=tuple(derived))
+            raise InvalidArgument(f"source has unknown fields: {sorted(map(repr, unknown))}")
+        derived = value.get("derived_from")
+        return _checked_source(value.get("kind", "conversation"), value.get("ref"),
+                               () if derived is None else derived)  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         """Plain mapping for JSON export."""
         return {"kind": self.kind.value, "ref": self.ref, "derived_from": list(self.derived_from)}
+
+
+def _checked_source(kind: object, ref: object, derived: object) -> Source:
+    """A Source whose fields are within ``engram.limits``: a known kind, a printable ref of
+    at most 1,000 characters ("" counts as none), at most 256 valid record ids."""
+    from engram import limits
+    from engram.errors import InvalidArgument
+
+    if ref is not None and not isinstance(ref, str):
+        raise InvalidArgument("source.ref must be a string")
+    text = limits.label(ref, "source.ref", limits.MAX_SOURCE_REF_CHARS) if ref else None
+    ids = limits.identifiers(derived, "source.derived_from", limits.MAX_DERIVED_FROM)
+    return Source(parse_enum(SourceKind, kind, "source.kind"), text, ids)
 
 
 @dataclass(frozen=True, slots=True)

@@ -160,15 +160,14 @@ def test_a_malformed_row_aborts_the_whole_import(mem: Engram, ctx: Context) -> N
     assert mem.export(target) == []
 
 
-def test_rows_the_policy_now_rejects_are_skipped_and_reported(mem: Engram, ctx: Context) -> None:
+def test_a_row_the_policy_rejects_rejects_the_whole_import(mem: Engram, ctx: Context) -> None:
     mem.remember(ctx, "The wiki lives at wiki.internal.")
     rows = mem.export(ctx)
     secret = {**rows[0], "id": "x1", "content": "root password=Hunter2Hunter2!"}
     target = Context(tenant_id="acme", user_id="u2")
-    report = mem.import_records(target, [rows[0], secret])
-    assert report.imported == 1
-    assert [index for index, _ in report.skipped] == [1]
-    assert [row["content"] for row in mem.export(target)] == [rows[0]["content"]]
+    with pytest.raises(InvalidArgument, match="import row 1: the write policy rejects it"):
+        mem.import_records(target, [rows[0], secret])
+    assert mem.export(target) == []
 
 
 def test_export_import_round_trips_when_the_tenant_has_global_records(
@@ -222,12 +221,12 @@ def test_import_applies_the_personal_data_policy_to_forged_rows(mem: Engram, ctx
     mem.remember(ctx, "Prefers morning meetings.")
     (row,) = mem.export(ctx)
     email = "Reach me at jane.doe@example.com"
-    forged = [
-        {**row, "id": "a", "content": email, "sensitivity": "low", "consent_basis": "asked"},
-        {**row, "id": "b", "content": email, "sensitivity": "low", "consent_basis": None},
-    ]
+    consented = {**row, "id": "a", "content": email, "sensitivity": "low", "consent_basis": "asked"}
+    unconsented = {**row, "id": "b", "content": email, "sensitivity": "low", "consent_basis": None}
     target = dataclasses.replace(ctx, user_id="u2")
-    report = mem.import_records(target, forged)
-    assert [index for index, _ in report.skipped] == [1]
+    with pytest.raises(InvalidArgument, match=r"import row 1: .*consent_basis"):
+        mem.import_records(target, [consented, unconsented])
+    assert mem.export(target) == []
+    mem.import_records(target, [consented])
     (copy,) = mem.export(target)
     assert (copy["content"], copy["sensitivity"]) == (email, "medium")

@@ -20,6 +20,7 @@ from engram.embed.hashing import HashingEmbedder
 from engram.embed.local import LocalEmbedder, default_onnx_path, export_onnx
 from engram.embed.openai_compat import OpenAIEmbedder
 from engram.errors import ConfigError, InvalidArgument
+from engram.limits import shown
 
 __all__ = [
     "Embedder",
@@ -58,7 +59,7 @@ def create_embedder(spec: str | Embedder, **options: object) -> Embedder:
     if isinstance(spec, str):
         factory = _FACTORIES.get(spec)
         if factory is None:
-            raise ConfigError(f"unknown embedder {spec!r}; use one of {sorted(_FACTORIES)}")
+            raise ConfigError(f"unknown embedder {shown(spec)}; use one of {sorted(_FACTORIES)}")
         return factory(options)
     if is_embedder(spec):
         if options:

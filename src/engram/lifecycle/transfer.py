@@ -1,12 +1,30 @@
 """Export and import of a caller's memories with their full history.
 
 Export yields plain JSON-friendly rows (every status, version links intact).
-Import re-homes rows under the importing context: tenant, user and agent come
-from the context, never from the rows, so a payload cannot widen ownership.
-Ids are re-issued and every link (supersedes, superseded_by, contested_with,
-derived_from) is remapped. Rows are validated first; a malformed row aborts the
-whole import with an error naming it, and nothing is written. Content that the
-write policy now rejects (e.g. a secret) is skipped and reported.
+
+Import passes the write path. Every row is validated as ``remember`` validates
+its arguments (``import_rows.parse_row``: ownership from the importing context,
+authority capped by provenance, ``explicit_admin`` refused) and meets the same
+write policy; a row the policy REJECTs (a secret, personal data without a
+consent basis) is a bad row, and a bad row rejects the whole import, naming
+its number, with nothing written. Then, in ONE transaction:
+
+* an ``active`` row goes through ``WritePath.write`` for its owner slot, so the
+  slot's current value decides ADD / CONFIRM / SUPERSEDE / DISPUTE / CONTEST
+  (instruction-like text from a document is quarantined as disputed, a second
+  active value for a key is never created outside a contested pair); when the
+  write path ADDs it, the new version takes the row's place in its imported
+  chain (version, supersedes, created_at; expires_at never later than the
+  row's), re-inserted under the same id because ``Store.update`` keeps those;
+* a history row (superseded, retracted, expired) and a disputed row are kept
+  as they were, never active, with their links remapped to the new ids;
+* a global row is skipped (only an admin writes tenant-wide records).
+
+Idempotent: a row identical to a version already in its slot (same content,
+key and value, any status, for an active row; same content, key, status and
+version for the others) is SKIPPED and maps to that version, so importing the
+same export twice changes nothing, and re-importing never revives a memory the
+user has since superseded or retracted.
 """
 
 from __future__ import annotations
@@ -18,28 +36,54 @@ from typing import Any
 
 from engram.config import Config
 from engram.embed import Embedder
-from engram.errors import EngramError, InvalidArgument
+from engram.errors import InvalidArgument
 from engram.ids import new_id
-from engram.scope import GLOBAL, Scope, parse_scope
+from engram.lifecycle.import_rows import (
+    HISTORY,
+    ImportRow,
+    history_record,
+    parse_row,
+    remap_source,
+)
+from engram.scope import GLOBAL, Scope
 from engram.store.audit import AuditEntry
 from engram.store.base import Store
+from engram.store.predicate import NO_AGENT, OwnerSlot, Visibility
 from engram.store.rows import to_micros
-from engram.types import Record, Source, Status, parse_enum
+from engram.types import Operation, Record, Status, WriteResult
 from engram.write import policy
+from engram.write.commit import Owner
 from engram.write.index import embed_contents, vectors_enabled
+from engram.write.path import WritePath
 from engram.write.policy import VerdictKind
-from engram.write.proposal import build_proposal, content_hash
 
-__all__ = ["ImportReport", "export_rows", "import_rows"]
+__all__ = ["ImportReport", "RowOutcome", "export_rows", "import_rows"]
+
+HISTORY_OP = "HISTORY"
+SKIPPED = "SKIPPED"
+_ANY_STATUS = tuple(s.value for s in Status if s != Status.DELETED)
+
+
+@dataclass(frozen=True, slots=True)
+class RowOutcome:
+    """What happened to one row: a write-path operation (ADD, CONFIRM, SUPERSEDE,
+    DISPUTE, CONTEST), HISTORY (kept as an inactive version) or SKIPPED, and why."""
+
+    index: int
+    operation: str
+    record_id: str | None
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
 class ImportReport:
-    """How many rows were imported, and which were skipped with why."""
+    """How many rows were written, which were skipped with why, the id each original id
+    now has, and every row's outcome in row order."""
 
     imported: int
     skipped: tuple[tuple[int, str], ...]
     id_map: Mapping[str, str]
+    rows: tuple[RowOutcome, ...] = ()
 
 
 def export_rows(records: Iterable[Record]) -> list[dict[str, Any]]:
@@ -47,102 +91,171 @@ def export_rows(records: Iterable[Record]) -> list[dict[str, Any]]:
     return [record.to_dict() for record in records]
 
 
-def _time(row: Mapping[str, Any], name: str) -> datetime | None:
-    raw = row.get(name)
-    if raw is None:
-        return None
-    try:
-        return datetime.fromisoformat(raw) if isinstance(raw, str) else None
-    except ValueError:
-        raise InvalidArgument(f"{name} {raw!r} is not an ISO 8601 time") from None
+@dataclass
+class _Run:
+    """The state of one import: outcomes and ids so far."""
+
+    scope: Scope
+    now: datetime
+    outcomes: dict[int, RowOutcome]
+    ids: dict[str, str]
+
+    def done(self, row: ImportRow, operation: str, record_id: str | None, reason: str) -> None:
+        self.outcomes[row.index] = RowOutcome(row.index, operation, record_id, reason)
+        if row.original_id is not None and record_id is not None:
+            self.ids.setdefault(row.original_id, record_id)
+
+    def owner(self, row: ImportRow) -> Owner:
+        agent = self.scope.agent_id if row.bound_to_agent and self.scope.agent_id else NO_AGENT
+        actor = (
+            f"agent:{self.scope.agent_id}" if self.scope.agent_id else f"user:{self.scope.user_id}"
+        )
+        return Owner(self.scope.tenant_id, self.scope.user_id, agent, row.scope, actor)
 
 
-def _parse(config: Config, scope: Scope, index: int, row: Mapping[str, Any]) -> Record:
-    try:
-        return _record(config, scope, row)
-    except (EngramError, KeyError, TypeError) as exc:
-        raise InvalidArgument(f"import row {index}: {exc}") from None
+def _parse_all(config: Config, scope: Scope, rows: Sequence[object], run: _Run) -> list[ImportRow]:
+    """Every non-global row validated and passed by the policy; the first bad one raises."""
+    parsed: list[ImportRow] = []
+    seen: dict[str, int] = {}
+    for index, raw in enumerate(rows):
+        if isinstance(raw, Mapping) and raw.get("scope") == GLOBAL:
+            reason = "global records belong to the tenant; an admin imports them"
+            run.outcomes[index] = RowOutcome(index, SKIPPED, None, reason)
+            continue
+        row = parse_row(config, scope, index, raw)
+        if row.original_id is not None and seen.setdefault(row.original_id, index) != index:
+            raise InvalidArgument(f"import row {index}: id repeats row {seen[row.original_id]}")
+        verdict = policy.evaluate(row.proposal, config.write)
+        if verdict.kind == VerdictKind.REJECT:
+            raise InvalidArgument(f"import row {index}: the write policy rejects it: "
+                                  f"{verdict.reason}")  # fmt: skip
+        parsed.append(row.with_sensitivity(verdict.sensitivity))
+    return parsed
 
 
-def _record(config: Config, scope: Scope, row: Mapping[str, Any]) -> Record:
-    target = parse_scope(row.get("scope", "user"), scope)
-    p = build_proposal(
-        config, row["content"], type=row.get("type"), key=row.get("key"),
-        value=row.get("value"), authority=row.get("authority", "explicit_user"),
-        confidence=row.get("confidence", 1.0), valid_from=_time(row, "valid_from"),
-        valid_to=_time(row, "valid_to"), observed_at=_time(row, "observed_at"),
-        source=row.get("source"), sensitivity=row.get("sensitivity", "low"),
-        purpose=row.get("purpose"), consent_basis=row.get("consent_basis"),
-        retention=row.get("retention"), importance=row.get("importance", 0.5),
-        private=bool(row.get("private", False)),
-    )  # fmt: skip
-    created = _time(row, "created_at") or p.observed_at
-    if created is None:
-        raise InvalidArgument("created_at or observed_at is required")
-    policy_ = config.policy(p.type)
-    return Record(
-        id=str(row.get("id") or new_id()), tenant_id=scope.tenant_id, user_id=scope.user_id,
-        agent_id=scope.agent_id if row.get("agent_id") else None, scope=target,
-        tier=policy_.tier, type=p.type, key=p.key, value=p.value, content=p.content,
-        authority=p.authority, confidence=p.confidence, source=p.source,
-        observed_at=p.observed_at or created, valid_from=p.valid_from, valid_to=p.valid_to,
-        created_at=created, updated_at=_time(row, "updated_at") or created,
-        status=parse_enum(Status, row.get("status", "active"), "status"),
-        version=int(row.get("version", 1)), supersedes=row.get("supersedes"),
-        superseded_by=row.get("superseded_by"), sensitivity=p.sensitivity,
-        purpose=p.purpose, consent_basis=p.consent_basis,
-        retention=p.retention or policy_.retention, expires_at=_time(row, "expires_at"),
-        importance=p.importance, access_count=int(row.get("access_count", 0)),
-        last_accessed_at=_time(row, "last_accessed_at"), private=p.private,
-        embedding_model=None, content_hash=content_hash(p.content),
-        contested_with=row.get("contested_with"),
-    )  # fmt: skip
+def _slot(owner: Owner) -> OwnerSlot:
+    return OwnerSlot(owner.tenant_id, owner.user_id, owner.agent_id, owner.scope)
 
 
-def _remap(record: Record, ids: Mapping[str, str], model: str | None) -> Record:
-    def link(value: str | None) -> str | None:
-        return ids.get(value) if value else None
-
-    source = Source(record.source.kind, record.source.ref,
-                    tuple(ids.get(i, i) for i in record.source.derived_from))  # fmt: skip
-    return record.replace(id=ids[record.id], supersedes=link(record.supersedes),
-                          superseded_by=link(record.superseded_by),
-                          contested_with=link(record.contested_with), source=source,
-                          embedding_model=model)  # fmt: skip
+def _existing(store: Store, run: _Run, row: ImportRow) -> Record | None:
+    """The version already in the row's slot that makes the row a duplicate, if any."""
+    slot = _slot(run.owner(row))
+    p = row.proposal
+    if row.status not in HISTORY:
+        same = store.slot_by_hash(slot, row.digest, _ANY_STATUS)
+        return next((r for r in same if (r.key, r.value) == (p.key, p.value)), None)
+    same = store.slot_by_hash(slot, row.digest, (row.status.value,))
+    return next((r for r in same if (r.key, r.version) == (p.key, row.version)), None)
 
 
 def import_rows(
     store: Store, embedder: Embedder, config: Config, scope: Scope,
     rows: Sequence[Mapping[str, Any]], now: datetime,
 ) -> ImportReport:  # fmt: skip
-    """Validate every row, then insert the accepted ones in one transaction."""
+    """Validate every row, then write the new ones in one transaction (see the module)."""
     if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence):
         raise InvalidArgument("rows must be a list of mappings (as returned by export)")
-    skipped: list[tuple[int, str]] = []
-    parsed: list[tuple[int, Record]] = []
-    for index, row in enumerate(rows):
-        if isinstance(row, Mapping) and row.get("scope") == GLOBAL:
-            skipped.append((index, "global records belong to the tenant; an admin imports them"))
+    run = _Run(scope, now, {}, {})
+    parsed = _parse_all(config, scope, rows, run)
+    fresh = []
+    for row in parsed:
+        known = _existing(store, run, row)
+        if known is None:
+            fresh.append(row)
         else:
-            parsed.append((index, _parse(config, scope, index, row)))
-    keep = []
-    for index, record in parsed:
-        proposal = build_proposal(config, record.content, type=record.type,
-                                  sensitivity=record.sensitivity, source=record.source,
-                                  consent_basis=record.consent_basis)  # fmt: skip
-        verdict = policy.evaluate(proposal, config.write)
-        if verdict.kind == VerdictKind.REJECT:
-            skipped.append((index, verdict.reason))
-        else:
-            keep.append(record.replace(sensitivity=verdict.sensitivity))
-    ids = {record.id: new_id() for record in keep}
-    use_vectors = vectors_enabled(store, embedder)
-    model = embedder.model_id if use_vectors else None
-    matrix = embed_contents(embedder, [r.content for r in keep]) if use_vectors else None
+            run.done(row, SKIPPED, known.id, f"already stored as {known.id}")
+    current = [row for row in fresh if row.status not in HISTORY]
+    history = [row for row in fresh if row.status in HISTORY]
+    planned = {row.index: new_id() for row in history}
+    run.ids.update({r.original_id: planned[r.index] for r in history if r.original_id})
+    writer = WritePath(store, embedder, config)
     with store.transaction():
-        for i, record in enumerate(keep):
-            store.insert(_remap(record, ids, model), None if matrix is None else matrix[i])
+        added = _write_current(writer, run, current)
+        inserted = _insert_history(store, embedder, config, run, history, planned)
+        relinked = _relink(store, run, added)
         store.append_audit(AuditEntry(to_micros(now) or 0, scope.tenant_id, scope.user_id,
-                                      scope.agent_id or scope.user_id, "IMPORT",
-                                      list(ids.values()), "import"))  # fmt: skip
-    return ImportReport(len(keep), tuple(sorted(skipped)), ids)
+                                      run.owner(parsed[0]).actor if parsed else "import",
+                                      "IMPORT", [*inserted, *relinked], "import"))  # fmt: skip
+    return _report(run)
+
+
+def _write_current(
+    writer: WritePath, run: _Run, rows: Sequence[ImportRow]
+) -> list[tuple[ImportRow, Record]]:
+    """Each active row through the write path, slot by slot; the records it ADDed."""
+    groups: dict[Owner, list[ImportRow]] = {}
+    for row in rows:
+        groups.setdefault(run.owner(row), []).append(row)
+    added = []
+    for owner, members in groups.items():
+        results = writer.write(owner, [row.proposal for row in members], run.now)
+        for row, result in zip(members, results, strict=True):
+            _written(run, row, result)
+            if result.operation == Operation.ADD and result.record is not None:
+                added.append((row, result.record))
+    return added
+
+
+def _written(run: _Run, row: ImportRow, result: WriteResult) -> None:
+    if result.operation == Operation.REJECT or result.record is None:
+        raise InvalidArgument(f"import row {row.index}: the write path rejects it: "
+                              f"{result.reason}")  # fmt: skip
+    run.done(row, result.operation.value, result.record.id, result.reason)
+
+
+def _insert_history(
+    store: Store, embedder: Embedder, config: Config, run: _Run, rows: Sequence[ImportRow],
+    planned: Mapping[int, str],
+) -> list[str]:  # fmt: skip
+    """History and disputed rows as they were (never active), links remapped."""
+    use_vectors = vectors_enabled(store, embedder) and bool(rows)
+    matrix = embed_contents(embedder, [r.proposal.content for r in rows]) if use_vectors else None
+    model = embedder.model_id if use_vectors else None
+    written = []
+    for i, row in enumerate(rows):
+        record = history_record(row, planned[row.index], run.owner(row), run.ids, config, model)
+        store.insert(record, None if matrix is None else matrix[i])
+        run.done(row, HISTORY_OP, record.id, f"kept as a {row.status.value} version")
+        written.append(record.id)
+    return written
+
+
+def _relink(store: Store, run: _Run, added: Sequence[tuple[ImportRow, Record]]) -> list[str]:
+    """Give each version the write path ADDed its row's place in the imported chain.
+
+    ``Store.update`` does not write version, supersedes, created_at or source, so the
+    version is re-inserted under its id (with its vector) inside the import's
+    transaction: no reader ever sees it missing.
+    """
+    changed = []
+    vis = Visibility.of(run.scope)
+    for row, record in added:
+        fixed = _placed(row, record, run.ids)
+        if fixed == record:
+            continue
+        model = record.embedding_model
+        vector = store.vectors_of(vis, [record.id], model).get(record.id) if model else None
+        store.delete([record.id])
+        store.insert(fixed, vector)
+        changed.append(record.id)
+    return changed
+
+
+def _placed(row: ImportRow, record: Record, ids: Mapping[str, str]) -> Record:
+    """``record`` with the row's version and predecessor (when that was imported), the
+    earlier creation time, an expiry never later than the row's, derived_from remapped."""
+    predecessor = ids.get(row.supersedes) if row.supersedes else None
+    expiry = min((t for t in (record.expires_at, row.expires_at) if t), default=None)
+    return record.replace(
+        version=row.version if predecessor else record.version,
+        supersedes=predecessor or record.supersedes,
+        created_at=min(row.created_at, record.created_at),
+        expires_at=expiry,
+        source=remap_source(record.source, ids),
+    )
+
+
+def _report(run: _Run) -> ImportReport:
+    outcomes = tuple(run.outcomes[i] for i in sorted(run.outcomes))
+    skipped = tuple((o.index, o.reason) for o in outcomes if o.operation == SKIPPED)
+    return ImportReport(len(outcomes) - len(skipped), skipped, dict(run.ids), outcomes)

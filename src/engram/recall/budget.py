@@ -68,27 +68,37 @@ class ApproxTokenCounter:
         return math.ceil(len(text) / 4)
 
 
-def _count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+MAX_BUDGET_ITEMS = 1_000
+MAX_BUDGET_TOKENS = 1_000_000
+
+
+def _count(value: object, name: str, limit: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
+        raise InvalidArgument(f"{name} must be an integer between 0 and {limit}")
+    return value
 
 
 def validate_budget(budget: object, minimum: Callable[[str], int] | None = None) -> Budget:
     """Check a caller's budget; raise ``InvalidArgument`` on nonsense, and on a
     ``max_tokens`` below ``minimum(layout)`` (the smallest block) when items are
-    allowed."""
+    allowed.
+
+    Items are at most ``MAX_BUDGET_ITEMS`` and tokens ``MAX_BUDGET_TOKENS`` (no
+    prompt holds more); ``per_type`` maps type names to such counts.
+    """
     if not isinstance(budget, Budget):
         raise InvalidArgument("budget must be an engram.Budget")
     if budget.layout not in LAYOUTS:
         raise InvalidArgument(f"budget.layout must be one of {', '.join(LAYOUTS)}")
-    if not _count(budget.max_items):
-        raise InvalidArgument("budget.max_items must be a non-negative integer")
-    if not _count(budget.max_tokens):
-        raise InvalidArgument("budget.max_tokens must be a non-negative integer")
-    if not isinstance(budget.per_type, (Mapping, type(None))):
-        raise InvalidArgument("budget.per_type must be a mapping of type name to quota")
-    for name, quota in (budget.per_type or {}).items():
-        if not isinstance(name, str) or not _count(quota):
-            raise InvalidArgument(f"budget.per_type[{name!r}] must be a non-negative integer")
+    _count(budget.max_items, "budget.max_items", MAX_BUDGET_ITEMS)
+    _count(budget.max_tokens, "budget.max_tokens", MAX_BUDGET_TOKENS)
+    per_type = budget.per_type
+    if per_type is not None and not isinstance(per_type, Mapping):
+        raise InvalidArgument("budget.per_type must be a mapping of type name to a count")
+    for name, quota in (per_type or {}).items():
+        if not isinstance(name, str) or len(name) > 200:
+            raise InvalidArgument("budget.per_type keys must be memory type names")
+        _count(quota, f"budget.per_type[{name!r}]", MAX_BUDGET_ITEMS)
     smallest = minimum(budget.layout) if minimum and budget.max_items > 0 else 0
     if budget.max_tokens < smallest:
         raise InvalidArgument(

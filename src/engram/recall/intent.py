@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from engram.errors import InvalidArgument
+from engram.limits import shown
 from engram.recall.model import Intent, Mode
 
 __all__ = ["classify"]
@@ -79,4 +80,4 @@ def classify(query: str, intent: str | None) -> tuple[Mode, Intent]:
     if intent in Intent.__members__.values():
         return (Mode.EPISODIC if intent == Intent.PAST else Mode.HYBRID), Intent(intent)
     allowed = ", ".join([*(m.value for m in Mode), *(i.value for i in Intent)])
-    raise InvalidArgument(f"intent must be one of: {allowed}; got {intent!r}")
+    raise InvalidArgument(f"intent must be one of: {allowed}; got {shown(intent)}")
