@@ -24,7 +24,16 @@ from engram.store.audit import AuditEntry
 from engram.store.base import Store
 from engram.store.predicate import NO_AGENT, NO_USER, OwnerSlot, Visibility
 from engram.store.rows import to_micros
-from engram.types import Authority, Operation, Proposal, Record, Status, WriteResult
+from engram.types import (
+    Authority,
+    Operation,
+    Proposal,
+    Record,
+    Source,
+    SourceKind,
+    Status,
+    WriteResult,
+)
 from engram.write import policy
 from engram.write.commit import Owner, commit, new_record
 from engram.write.decide import Decision
@@ -78,11 +87,14 @@ def _correction_targets(store: Store, vis: Visibility, record: Record) -> list[R
 
 
 def _correction(record: Record, content: str, value: object, now: datetime) -> Proposal:
-    """The user-stated new version of ``record``: same type, scope, key and source."""
+    """The user-stated new version of ``record``: same type, scope and key; its source
+    is the conversation with the user, whatever the corrected version came from (a
+    user's correction of a document's claim is the user's own statement)."""
     return Proposal(
         content=content.strip(), type=record.type, scope=record.scope, key=record.key,
         value=record.value if value is None else value, authority=Authority.EXPLICIT_USER,
-        confidence=1.0, observed_at=now, source=record.source, sensitivity=record.sensitivity,
+        confidence=1.0, observed_at=now, source=Source(SourceKind.CONVERSATION),
+        sensitivity=record.sensitivity,
         purpose=record.purpose, consent_basis=record.consent_basis, retention=record.retention,
         importance=record.importance, private=record.private,
     )  # fmt: skip
