@@ -249,5 +249,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0008_index_totals", _TOTALS),
     ("0009_fts_changes", _FTS_CHANGES),
     ("0010_lexical_state", _LEXICAL_STATE),
-    ("0013_one_active_version", _ONE_ACTIVE),
+    ("0014_one_active_version", _ONE_ACTIVE),
 )
