@@ -14,14 +14,13 @@ below, rendered here and nowhere else:
 Storage encodes "no user" (tenant-wide ``global`` records) and "any agent" as the
 empty string, so each condition is an equality or a fixed-arity ``IN`` over
 indexed columns, with constant SQL text and bound parameters. The same rules are
-rendered for the in-memory vector partitions (``Visibility.row_mask``) and for the
-FTS5 owner column (``owner_token``), so vector and lexical search are scoped
-before anything is scored.
+rendered for the in-memory vector and lexical partitions (``Visibility.row_mask``,
+``Visibility.admits``), so vector and lexical search are scoped before anything
+is scored.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -38,18 +37,11 @@ __all__ = [
     "Subject",
     "Tenant",
     "Visibility",
-    "owner_token",
 ]
 
 NO_USER = ""
 NO_AGENT = ""
 _NAMED_SLOTS = 4  # task, session, repo, project
-
-
-def owner_token(tenant_id: str, user_id: str) -> str:
-    """The FTS5 token that marks rows of one (tenant, user) partition."""
-    digest = hashlib.blake2b(f"{tenant_id}\x1f{user_id}".encode(), digest_size=10)
-    return "o" + digest.hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,12 +105,6 @@ class Visibility:
     def allowed_scopes(self) -> frozenset[str]:
         """Scope values this caller may read."""
         return frozenset({USER, GLOBAL, *(s for s in self.named if s)})
-
-    def fts_owner_match(self) -> str:
-        """FTS5 MATCH fragment restricting to this caller's partitions (pre-filter)."""
-        own = owner_token(self.tenant_id, self.user_id)
-        tenant_wide = owner_token(self.tenant_id, NO_USER)
-        return f"fts_owner : ({own} OR {tenant_wide})"
 
     def row_mask(
         self,

@@ -25,7 +25,6 @@ __all__ = [
     "get",
     "history",
     "keyed",
-    "lexical",
     "listing",
     "neighbors",
     "recent",
@@ -158,59 +157,6 @@ def keyed(vis: Visibility, types: Sequence[str], statuses: Sequence[str], limit:
     best = " UNION ALL ".join(arms) + " ORDER BY at DESC LIMIT :limit"
     sql = f"{SELECT} JOIN ({best}) k ON r.rowid = k.rid ORDER BY k.at DESC, r.rowid"
     return sql, {**params, "statuses": _json(statuses), "limit": limit}
-
-
-def lexical(
-    vis: Visibility, match: str, statuses: Sequence[str], limit: int, depth: int,
-    prefilter: bool = True, window: int | None = None,
-) -> Query:  # fmt: skip
-    """BM25 over FTS5: the best ``depth`` matches (in the caller's partitions when
-    ``prefilter``: an owner-column condition inside MATCH), then the full visibility
-    and status filter.
-
-    The caller deepens ``depth`` until ``limit`` rows survive or FTS runs out; the
-    third column, how many matches FTS ranked (at most ``depth``, counted over the
-    ranked rows, so the MATCH is not walked twice), says whether it did: fewer
-    than ``depth`` means every match was ranked. So that the count comes back
-    when nothing survives, there is always one row; its id is NULL then. With a
-    ``window``, BM25 ranks only the newest ``window`` matches (FTS5 scores every
-    match it ranks, so an unselective query would otherwise cost time in
-    proportion to its doclists).
-    ``CROSS JOIN`` keeps FTS as the outer loop. The owner column has weight 0.
-    """
-    cond, params = vis.sql()
-    ranked = (
-        "SELECT rowid AS rid, bm25(records_fts, 1.0, 0.0) AS score"
-        " FROM records_fts WHERE records_fts MATCH :match"
-    )
-    if window is not None:
-        ranked = f"SELECT rid, score FROM ({ranked} ORDER BY rowid DESC LIMIT :window)"
-    sql = (
-        f"WITH f AS {_MATERIALIZED}({ranked} ORDER BY score LIMIT :depth),"
-        " hits AS (SELECT r.id AS id, f.score AS score FROM f"
-        f" CROSS JOIN records r ON r.rowid = f.rid WHERE {cond} AND {_STATUS}"
-        " ORDER BY f.score LIMIT :limit)"
-        " SELECT hits.id, hits.score, (SELECT count(*) FROM f) FROM (SELECT 1)"
-        " LEFT JOIN hits ORDER BY hits.score"
-    )
-    full_match = f"{vis.fts_owner_match()} AND {match}" if prefilter else match
-    extra = {"match": full_match, "statuses": _json(statuses), "limit": limit, "depth": depth}
-    if window is not None:
-        extra["window"] = max(window, depth)
-    return sql, {**params, **extra}
-
-
-def term_counts(vis: Visibility, matches: Sequence[str], cap: int) -> Query:
-    """One row: for each of ``matches``, its FTS matches in the caller's partitions
-    (owner column inside MATCH), counted up to ``cap + 1``."""
-    owner = vis.fts_owner_match()
-    arms = ", ".join(
-        f"(SELECT count(*) FROM (SELECT 1 FROM records_fts WHERE records_fts MATCH :m{i}"
-        " LIMIT :cap + 1))"
-        for i in range(len(matches))
-    )
-    params: dict[str, object] = {f"m{i}": f"{owner} AND {m}" for i, m in enumerate(matches)}
-    return f"SELECT {arms}", {**params, "cap": cap}
 
 
 def recent(vis: Visibility, statuses: Sequence[str], limit: int) -> Query:
