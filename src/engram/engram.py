@@ -29,7 +29,7 @@ from engram.recall.usage import UsageRecorder
 from engram.scope import GLOBAL, Context, Scope, parse_scope, resolve
 from engram.store.audit import AuditReport
 from engram.store.base import Store
-from engram.store.predicate import NO_AGENT, NO_USER, Subject, Visibility
+from engram.store.predicate import NO_AGENT, NO_USER, Visibility
 from engram.store.rows import to_micros
 from engram.store.sqlite import SQLiteStore
 from engram.types import Authority, Proposal, Record, Status, Turn, WriteResult, parse_enum
@@ -232,13 +232,14 @@ class Engram:
         """Hard-delete a memory, all its versions and copies derived from them."""
         scope, vis = self._visible(ctx)
         record = self._own_record(vis, memory_id)
-        return forgetting.forget(self.store, vis, record, _actor(scope), self._now(None))
+        return forgetting.forget(self.store, vis, record, _actor(scope), self._now(None),
+                                 self._usage)  # fmt: skip
 
     def erase_subject(self, tenant_id: str, user_id: str) -> forgetting.ErasureReceipt:
         """Administrative erasure of one user's every record, vector, trace and derived copy."""
         scope = resolve(Context(tenant_id=tenant_id, user_id=user_id))
         return forgetting.erase_subject(self.store, scope.tenant_id, scope.user_id,
-                                        self._now(None))  # fmt: skip
+                                        self._now(None), self._usage)  # fmt: skip
 
     # -- reads ---------------------------------------------------------------------
 
@@ -260,19 +261,19 @@ class Engram:
         when = self._now(now)
         request = Request(scope, query, intent, chosen, when,
                           None if as_of is None else require_aware(as_of, "as_of"))  # fmt: skip
+        epoch = self._usage.epoch  # usage of a recall an erasure overtakes is dropped
         result = run_pipeline(request, self.store, self.embedder, self.config, self.token_counter)
         vis = Visibility.of(scope)
         self._usage.record(vis, result.ids, to_micros(when) or 0, result.trace.trace_id,
-                           result.trace.to_dict())  # fmt: skip
+                           result.trace.to_dict(), epoch)  # fmt: skip
         return result
 
     def trace(self, ctx: Context, trace_id: str) -> dict[str, Any]:
-        """A stored recall trace by id (only the caller's own); ``NotFound`` otherwise."""
-        scope = resolve(ctx)
-        subject = Subject(scope.tenant_id, scope.user_id)
-        body = self._usage.pending_trace(subject, trace_id) or self.store.get_trace(
-            subject, trace_id
-        )
+        """A recall trace by id, readable only under the visibility it was recorded
+        under (same tenant, user, agent and named scopes: a trace names the ids that
+        recall saw); ``NotFound`` otherwise."""
+        _, vis = self._visible(ctx)
+        body = self._usage.pending_trace(vis, trace_id) or self.store.get_trace(vis, trace_id)
         if body is None:
             raise NotFound(f"no trace {trace_id!r} for this context")
         loaded: dict[str, Any] = json.loads(body)

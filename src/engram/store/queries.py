@@ -21,18 +21,22 @@ __all__ = [
     "by_ids",
     "by_key",
     "derived_from",
+    "erasure_strings",
     "export",
     "get",
     "history",
+    "holding",
     "keyed",
     "listing",
     "neighbors",
     "recent",
     "recent_of_types",
+    "residue",
     "slot_by_hash",
     "slot_by_key",
     "status_of",
     "subject_ids",
+    "successors",
 ]
 
 Query = tuple[str, dict[str, Any]]
@@ -264,3 +268,56 @@ def derived_from(tenant: Tenant, ids: Sequence[str]) -> Query:
         " AND j.value IN (SELECT value FROM json_each(:ids))"
     )
     return sql, {**params, "ids": _json(ids)}
+
+
+def erasure_strings(tenant: Tenant, ids: Sequence[str]) -> Query:
+    """Content, key, stored value and source reference of the tenant's records among
+    ``ids``: the texts an erasure then looks for in the database files."""
+    cond, params = tenant.sql()
+    sql = (
+        "SELECT r.content, r.key, r.value, r.source_ref FROM json_each(:ids) j"
+        f" CROSS JOIN records r ON r.id = j.value WHERE {cond}"
+    )
+    return sql, {**params, "ids": _json(ids)}
+
+
+def successors(tenant: Tenant, ids: Sequence[str]) -> Query:
+    """Ids of the tenant's records that supersede any of ``ids``."""
+    cond, params = tenant.sql()
+    sql = (
+        "SELECT r.id FROM records r WHERE r.supersedes IN (SELECT value FROM json_each(:ids))"
+        f" AND {cond}"
+    )
+    return sql, {**params, "ids": _json(ids)}
+
+
+def holding(window: str) -> Query:
+    """One row if a record of any tenant still holds ``window`` in a text column: an
+    erased text found in the file that a surviving record explains. Deliberately
+    across tenants (a file byte belongs to no tenant); it returns no record."""
+    sql = (
+        "SELECT 1 FROM records r WHERE instr(r.content, :w) OR instr(r.key, :w)"
+        " OR instr(r.value, :w) OR instr(r.source_ref, :w) LIMIT 1"
+    )
+    return sql, {"w": window}
+
+
+def residue(tenant: Tenant, ids: Sequence[str]) -> dict[str, Query]:
+    """Counts of rows still naming any of ``ids``: records, vectors, stored traces."""
+    cond_r, params = tenant.sql("r")
+    cond_v, _ = tenant.sql("v")
+    cond_t, _ = tenant.sql("t")
+    each = "json_each(:ids) j CROSS JOIN"
+    queries = {
+        "records rows": f"SELECT count(*) FROM {each} records r ON r.id = j.value WHERE {cond_r}",
+        "vectors rows": (
+            f"SELECT count(*) FROM {each} vectors v ON v.record_id = j.value WHERE {cond_v}"
+        ),
+        "traces rows": (
+            "SELECT count(*) FROM traces t WHERE"
+            f" {cond_t} AND EXISTS (SELECT 1 FROM json_each(t.ids) n"
+            " WHERE n.value IN (SELECT value FROM json_each(:ids)))"
+        ),
+    }
+    bound = {**params, "ids": _json(ids)}
+    return {name: (sql, bound) for name, sql in queries.items()}

@@ -15,6 +15,14 @@ builds its postings from ``records``, so the FTS5 table was overhead, and its
 segments kept erased words until a merge (an erasure residue). The
 ``records.fts_owner`` column stays (dropping a column rewrites the table); rows
 written since 0011 hold ''.
+
+0012 stores each trace with the visibility it was recorded under and the ids it
+names (``store.traces``). Traces stored before it carry neither, so it deletes
+them: they are diagnostics, and unreadable under the new rule anyway.
+
+0013 keeps the ids of deleted records (``forgotten``: ids only, like the audit
+log) and refuses a new version of one: a ``correct`` that read its target
+before a ``forget`` committed cannot resurrect the chain afterwards.
 """
 
 from __future__ import annotations
@@ -233,6 +241,25 @@ DROP TRIGGER IF EXISTS fts_changes_update;
 DELETE FROM index_totals WHERE name IN ('fts_changes', 'fts_deletes');
 """
 
+_TRACE_VISIBILITY = """
+DELETE FROM traces;
+ALTER TABLE traces ADD COLUMN visibility TEXT NOT NULL DEFAULT '';
+ALTER TABLE traces ADD COLUMN ids TEXT NOT NULL DEFAULT '[]';
+CREATE INDEX traces_tenant ON traces (tenant_id, seq);
+"""
+
+_FORGOTTEN = """
+CREATE TABLE forgotten (id TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TRIGGER records_remember_deleted AFTER DELETE ON records BEGIN
+    INSERT OR IGNORE INTO forgotten (id) VALUES (old.id);
+END;
+CREATE TRIGGER records_no_version_of_deleted BEFORE INSERT ON records
+    WHEN new.supersedes IS NOT NULL BEGIN
+    SELECT RAISE(ABORT, 'the record this version supersedes was deleted')
+    WHERE EXISTS (SELECT 1 FROM forgotten WHERE id = new.supersedes);
+END;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_meta", _META),
     ("0002_records", _RECORDS),
@@ -245,4 +272,6 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0009_fts_changes", _FTS_CHANGES),
     ("0010_lexical_state", _LEXICAL_STATE),
     ("0011_drop_fts", _DROP_FTS),
+    ("0012_trace_visibility", _TRACE_VISIBILITY),
+    ("0013_forgotten", _FORGOTTEN),
 )

@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from engram.config import StoreConfig
 from engram.errors import IndexMismatch, MigrationError, StoreError
-from engram.store import lexicon, queries
+from engram.store import erasure, lexicon, queries, traces
 from engram.store.audit import GENESIS, AuditEntry, AuditReport, entry_hash, verify_chain
 from engram.store.lexicon import Bm25, LexicalPartition, LexicalRow, porter, query_terms
 from engram.store.partitions import PartitionCache, partitions_for
@@ -31,6 +31,7 @@ from engram.store.predicate import NO_AGENT, NO_USER, OwnerSlot, Subject, Tenant
 from engram.store.ranking import Ranking, alive_top
 from engram.store.rows import COLUMNS, record_from_values, record_to_row, to_micros
 from engram.store.schema import MIGRATIONS
+from engram.store.traces import TraceRow
 from engram.store.vectors import Partition, Scan, ScanPolicy, VectorRow, ranked_positions, top_k
 from engram.types import Record
 
@@ -78,6 +79,7 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._depth = 0
         self._owner: int | None = None  # the thread with an open transaction
+        self._after_commit: list[Callable[[], None]] = []  # run at COMMIT, under the lock
         self._local = threading.local()
         self._readers: weakref.WeakSet[_Reader] = weakref.WeakSet()
         self._readers_lock = threading.Lock()  # not the store lock: a writer holds that
@@ -108,6 +110,9 @@ class SQLiteStore:
         if self.path != ":memory:":
             self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute("PRAGMA synchronous = NORMAL")
+        # Deleted rows are overwritten with zeros, not just unlinked: an erasure must
+        # leave no byte of what it erased in the file (see ``store.erasure``).
+        self._conn.execute("PRAGMA secure_delete = ON")
 
     def _migrate(self) -> None:
         with self.transaction():
@@ -239,9 +244,13 @@ class SQLiteStore:
                 except BaseException:  # a failed COMMIT must not leave the transaction open
                     self._rollback(depth)
                     raise
+                if depth == 0:
+                    for hook in self._after_commit:
+                        hook()
             finally:
                 if depth == 0:
                     self._owner = None
+                    self._after_commit.clear()
 
     def _rollback(self, depth: int) -> None:
         if depth == 0:
@@ -609,6 +618,64 @@ class SQLiteStore:
         """Ids of tenant records derived from any of ``ids``."""
         return [row[0] for row in self._rows(queries.derived_from(tenant, ids))] if ids else []
 
+    def erasure_strings(self, tenant: Tenant, ids: Sequence[str]) -> list[str]:
+        """The texts of the tenant's records among ``ids`` (content, key, stored
+        value, source reference), read before they are erased, to scan for after."""
+        if not ids:
+            return []
+        rows = self._rows(queries.erasure_strings(tenant, ids), plain=True)
+        return [value for row in rows for value in row if value]
+
+    def successors(self, tenant: Tenant, ids: Sequence[str]) -> list[str]:
+        """Ids of the tenant's records that supersede any of ``ids``."""
+        return [row[0] for row in self._rows(queries.successors(tenant, ids))] if ids else []
+
+    def residue(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, int]:
+        """Rows still naming any of ``ids``, by check name (0 everywhere after an
+        erasure): the records, their vectors, traces naming them, records derived
+        from or superseding them."""
+        counts = {name: int(self._rows(query)[0][0])
+                  for name, query in queries.residue(tenant, ids).items()}  # fmt: skip
+        later = self.derived_ids(tenant, ids) + self.successors(tenant, ids)
+        counts["derived rows"] = len(later)
+        return counts
+
+    def forget_counters(self, subject: Subject) -> None:
+        """Delete the subject's rows of the counter tables (inside the erasure's
+        transaction). A cached partition is fresh while its counters match, so the
+        tenant's caches are dropped at COMMIT, still under the store lock: none
+        stamped with the old counters survives to match new ones."""
+        for table in ("partition_state", "lexical_state"):
+            cond, params = subject.sql("p")
+            self._run(f"DELETE FROM {table} AS p WHERE {cond}", params)
+        self._after_commit.append(partial(self.forget_partition, subject))
+
+    def counter_rows(self, subject: Subject) -> int:
+        """The subject's rows in the counter tables."""
+        return sum(len(self._partition_counters_of(subject, table))
+                   for table in ("partition_state", "lexical_state"))  # fmt: skip
+
+    def _partition_counters_of(self, subject: Subject, table: str) -> list[Any]:
+        cond, params = subject.sql("p")
+        return self._rows((f"SELECT p.user_id FROM {table} p WHERE {cond}", params))
+
+    def holds_cached(self, tenant_id: str) -> bool:
+        """Whether an in-memory vector or lexical partition of the tenant is held."""
+        return self._cache.holds(tenant_id) or self._lexicon.holds(tenant_id)
+
+    def scrub(self, strings: Sequence[str]) -> erasure.Scrub:
+        """After an erasure commits: empty the WAL and scan the database, WAL and
+        shared-memory files for ``strings`` (``store.erasure``). A store without a
+        file checks nothing here."""
+        wanted = erasure.windows(strings)
+        if not _is_plain_file(self.path):
+            return erasure.Scrub((), (), wanted.strings, wanted.short)
+
+        def still_held(text: str) -> bool:
+            return bool(self._rows(queries.holding(text)))
+
+        return erasure.scrub(self._conn, self._lock, self.path, still_held, wanted)
+
     def subject_residue(self, subject: Subject) -> int:
         """Rows (records, vectors, traces) a subject still has: 0 after an erasure."""
         total = 0
@@ -652,28 +719,20 @@ class SQLiteStore:
 
     # -- traces -------------------------------------------------------------------
 
-    def put_traces(self, rows: Sequence[tuple[str, str, str, int, str]], keep: int) -> None:
-        """Store (trace_id, tenant, user, at, body) rows and keep only the newest ``keep``."""
-        self._run_many(
-            "INSERT OR REPLACE INTO traces (trace_id, tenant_id, user_id, at, body)"
-            " VALUES (:id, :tenant, :user, :at, :body)",
-            [{"id": trace_id, "tenant": tenant, "user": user, "at": at, "body": body}
-             for trace_id, tenant, user, at, body in rows],
-        )  # fmt: skip
-        self._run(
-            "DELETE FROM traces WHERE seq <= (SELECT seq FROM traces ORDER BY seq DESC"
-            " LIMIT 1 OFFSET :keep)",
-            {"keep": keep},
-        )
+    def put_traces(self, rows: Sequence[TraceRow], keep: int) -> None:
+        """Store traces; then keep only the newest ``keep`` of each tenant written to."""
+        self._run_many(traces.insert(), [row.params() for row in rows])
+        for sql, params in traces.retention((row.tenant_id for row in rows), keep):
+            self._run(sql, params)
 
-    def get_trace(self, subject: Subject, trace_id: str) -> str | None:
-        """The stored body of one of the subject's traces."""
-        cond, params = subject.sql("t")
-        rows = self._rows(
-            (f"SELECT t.body FROM traces t WHERE t.trace_id = :id AND {cond}",
-             {**params, "id": trace_id})
-        )  # fmt: skip
+    def get_trace(self, vis: Visibility, trace_id: str) -> str | None:
+        """The stored body of a trace recorded under exactly ``vis``."""
+        rows = self._rows(traces.get(vis, trace_id))
         return str(rows[0][0]) if rows else None
+
+    def delete_traces_naming(self, tenant: Tenant, ids: Sequence[str]) -> int:
+        """Delete the tenant's stored traces that name any of ``ids``."""
+        return self._run(*traces.delete_naming(tenant, ids)).rowcount if ids else 0
 
     # -- vector model bookkeeping ------------------------------------------------
 
