@@ -172,6 +172,9 @@ class RecallConfig:
     ``speaker_pattern`` finds the speaker label that opens a conversational memory
     ("Melanie: ..."); ``period_slack_days`` widens a period the query names (a
     date, or a month and year) on each side.
+    ``trace_retention`` is how many recall traces each tenant keeps in storage (the
+    newest; one tenant's traffic never evicts another's); ``usage_flush_seconds``
+    how long traces and access counts are batched in memory before being written.
     """
 
     key_limit: int = 50
