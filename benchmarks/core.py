@@ -6,7 +6,7 @@ this process, next to a baseline measured in the same process:
 1. bulk ``remember_many`` of ``--bulk`` records into one user's scope, in chunks
    of ``--chunk`` (hashing embedder), in records/s; baselines: raw ``sqlite3``
    ``executemany`` of as many equivalent rows into a plain table (the floor),
-   and into Engram's own schema (indexes, FTS5 triggers, vectors; no Python);
+   and into Engram's own schema (indexes, counter triggers, vectors; no Python);
 2. bulk ``remember_many`` of ``--local-bulk`` records with the local model, in
    records/s, and the share of that time spent embedding;
 3. single ``remember`` p50/p95 on a store of ``--single-store`` records (hashing,
@@ -16,9 +16,9 @@ this process, next to a baseline measured in the same process:
    ``--per-user`` records each (built within ``--budget-min`` minutes; the size
    actually built is reported). Baselines: ``vector``: an unscoped numpy scan
    of every vector of the store, then a post-filter to the caller; ``lexical``:
-   the same FTS5 expression without the owner pre-filter (plain MATCH, join,
-   predicate); ``by_key``/``recent``: the same SQL statement replayed on a raw
-   connection (no ``Record`` objects);
+   none (its FTS5 baseline was removed with the FTS5 engine);
+   ``by_key``/``recent``: the same SQL statement replayed on a raw connection
+   (no ``Record`` objects);
 5. the vector recall property: a user holding 0.1 % of the vectors gets k
    results for k=10 (and they are the exact scoped top 10).
 
@@ -75,7 +75,7 @@ from engram import Context, Engram
 from engram.config import RecallConfig
 from engram.embed import Embedder, HashingEmbedder, LocalEmbedder
 from engram.scope import resolve
-from engram.store.predicate import Visibility, owner_token
+from engram.store.predicate import Visibility
 from engram.store.rows import COLUMNS
 from engram.store.sqlite import SQLiteStore
 
@@ -156,7 +156,6 @@ def _chunk_sizes(result: Fill) -> list[int]:
 def _plain_rows(corpus: Corpus, count: int, dim: int) -> list[tuple[Any, ...]]:
     """Rows shaped like ``records`` (every column) plus a vector blob, built up front."""
     blob = np.zeros(dim, dtype=np.float32).tobytes()
-    owner = owner_token(TENANT, "u0")
     rows = []
     for m in corpus.memories(0, count):
         digest = hashlib.sha256(m.text.encode()).hexdigest()
@@ -199,7 +198,7 @@ def _plain_rows(corpus: Corpus, count: int, dim: int) -> list[tuple[Any, ...]]:
                 None,
                 0,
                 "hashing",
-                owner,
+                "",
                 blob,
             )
         )
@@ -370,38 +369,6 @@ def captured(mem: Engram, call: Callable[[], object]) -> list[tuple[str, dict[st
     return seen
 
 
-def lexical_unfiltered(
-    mem: Engram, conn: sqlite3.Connection, probe: Probe
-) -> list[Callable[[], object]]:
-    """The store's final FTS5 expression per query, run without the owner pre-filter:
-    plain MATCH over every row, CROSS JOIN records, then the visibility predicate."""
-    cond, params = probe.vis.sql()
-    sql = (
-        "SELECT r.id, bm25(records_fts, 1.0, 0.0) AS score FROM records_fts"
-        " CROSS JOIN records r ON r.rowid = records_fts.rowid"
-        f" WHERE records_fts MATCH :match AND {cond}"
-        " AND r.status IN (SELECT value FROM json_each(:statuses))"
-        " ORDER BY score LIMIT :limit"
-    )
-    prefix = probe.vis.fts_owner_match() + " AND "
-    calls: list[Callable[[], object]] = []
-    for q in probe.queries:
-        statements = captured(
-            mem, partial(mem.store.lexical, probe.vis, q.text, STATUSES, LIMITS["lexical"])
-        )
-        ranked = [p["match"] for s, p in statements if "bm25(" in s]
-        if not ranked:
-            continue  # no usable term: the store answered without a BM25 pass
-        bound = {
-            **params,
-            "match": ranked[-1].removeprefix(prefix),
-            "statuses": json.dumps(STATUSES),
-            "limit": LIMITS["lexical"],
-        }
-        calls.append(partial(_fetch, conn, sql, bound))
-    return calls
-
-
 def replayed(
     mem: Engram, conn: sqlite3.Connection, calls: Sequence[Callable[[], object]]
 ) -> list[Callable[[], object]]:
@@ -509,7 +476,6 @@ def time_baselines(
             calls = candidate_calls(mem, probe)
             times["by_key"] += time_calls(replayed(mem, conn, calls["by_key"]))
             times["recent"] += time_calls(replayed(mem, conn, calls["recent"]))
-            times["lexical"] += time_calls(lexical_unfiltered(mem, conn, probe))
             scans = [
                 lambda v=v, u=probe.user: allv.scan(u, v, LIMITS["vector"]) for v in probe.vectors
             ]
@@ -521,7 +487,7 @@ def time_baselines(
 
 BASELINE_KIND = {
     "by_key": "same SQL replayed on a raw connection",
-    "lexical": "same FTS5 expression without the owner pre-filter",
+    "lexical": "none (the FTS5 baseline went with the FTS5 engine, schema 0011)",
     "vector": "unscoped numpy scan of all vectors, then post-filter",
     "recent": "same SQL replayed on a raw connection",
 }

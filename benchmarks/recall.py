@@ -12,7 +12,7 @@ recalled once each, after a few warm-up calls, and this reports:
   items (``store.vector`` top ``max_items`` + ``store.fetch``, the least a memory
   service does), and the ratio of recall to it;
 - the serial read path (channels one after another, a one-thread float32 scan,
-  the FTS5 lexical engine: the read path before the int8 and in-memory BM25 work) on a
+  the read path before the int8 work) on a
   second instance over the same file, each query run through both instances in
   alternating order, so neither profits from caches the other warmed.
 
@@ -261,16 +261,14 @@ def measure(
 
 def open_serial(url: str, embedder: Embedder) -> Engram:
     """A second instance on the same file with the serial read path: channels one
-    after another, the exact float32 scan on one thread and FTS5 for lexical
-    (``overlapped_channels`` empty, ``vector_estimate_rows=0``,
-    ``vector_scan_threads=1``, ``lexical_engine="fts5"``)."""
+    after another and the exact float32 scan on one thread (``overlapped_channels``
+    empty, ``vector_estimate_rows=0``, ``vector_scan_threads=1``); lexical search is
+    the default in-memory BM25 (the FTS5 engine this baseline once used is gone)."""
     base = Config()
     config = dataclasses.replace(
         base,
         recall=dataclasses.replace(base.recall, overlapped_channels=frozenset()),
-        store=dataclasses.replace(
-            base.store, vector_scan_threads=1, vector_estimate_rows=0, lexical_engine="fts5"
-        ),
+        store=dataclasses.replace(base.store, vector_scan_threads=1, vector_estimate_rows=0),
     )
     return Engram.open(url, embedder=embedder, config=config)
 

@@ -63,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     index = commands.add_parser("index", help="derived index maintenance")
     index_cmds = index.add_subparsers(dest="action", required=True)
-    rebuild = index_cmds.add_parser("rebuild", help="regenerate FTS5 and vectors from records")
+    rebuild = index_cmds.add_parser("rebuild", help="regenerate postings and vectors from records")
     rebuild.set_defaults(func=_index_rebuild)
     audit = commands.add_parser("audit", help="audit log tools")
     audit_cmds = audit.add_subparsers(dest="action", required=True)

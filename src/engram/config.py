@@ -182,6 +182,9 @@ class RecallConfig:
     ``speaker_pattern`` finds the speaker label that opens a conversational memory
     ("Melanie: ..."); ``period_slack_days`` widens a period the query names (a
     date, or a month and year) on each side.
+    ``trace_retention`` is how many recall traces each tenant keeps in storage (the
+    newest; one tenant's traffic never evicts another's); ``usage_flush_seconds``
+    how long traces and access counts are batched in memory before being written.
     """
 
     key_limit: int = 50
@@ -248,43 +251,29 @@ class RecallConfig:
         return self.relevance_floor
 
 
-LEXICAL_ENGINES = ("memory", "fts5")
-
-
 @dataclass(frozen=True, slots=True)
 class StoreConfig:
-    """Storage knobs: SQLite timeouts, the in-memory vector cache size, the document
-    count above which a query term is too common to be worth a BM25 pass (a query
-    left with only such terms ranks its newest ``fts_rank_window`` matches), and the
-    share of the index below which BM25 pre-filters by owner inside the MATCH (the
-    pre-filter walks the caller's whole doclist: a large win for a small partition,
-    a loss when the caller owns most of the index; the full predicate applies to
-    every result either way). ``read_connections`` gives each thread of a file
-    store its own read connection (WAL readers do not wait for each other or for
-    a writer). A vector scan of at least ``vector_estimate_rows`` visible rows
-    shortlists candidates from int8 codes and rescores them exactly (0: always
-    scan float32 rows). ``lexical_engine`` is ``memory`` (BM25 over in-memory
-    postings per partition, ``lexicon``; ``lexical_cache_rows`` bounds them) or
-    ``fts5`` (SQLite FTS5 with term pruning; ``term_count_cache`` bounds the
-    cached per-caller term counts that pruning reads, 0: count every time)."""
+    """Storage knobs: the SQLite busy timeout and the bounds of the in-memory
+    vector (``vector_cache_rows``) and lexical (``lexical_cache_rows``) partitions.
+    ``read_connections`` gives each thread of a file store its own read connection
+    (WAL readers do not wait for each other or for a writer). A vector scan of at
+    least ``vector_estimate_rows`` visible rows shortlists candidates from int8
+    codes and rescores them exactly (0: always scan float32 rows).
+
+    Lexical search is BM25 over in-memory postings per partition (``lexicon``),
+    with statistics over the rows the caller may read. The FTS5 engine and its
+    options (``lexical_engine``, ``fts_term_cap``, ``fts_rank_window``,
+    ``fts_prefilter_below_share``, ``term_count_cache``) were removed: its scores
+    used statistics over every tenant's rows, so they revealed what other tenants
+    stored. Passing one of them is a ``TypeError`` naming it."""
 
     busy_timeout_ms: int = 5000
     vector_cache_rows: int = 2_000_000
-    fts_term_cap: int = 2000
-    fts_rank_window: int = 2000
-    term_count_cache: int = 50_000
-    lexical_engine: str = "memory"
     lexical_cache_rows: int = 2_000_000
-    fts_prefilter_below_share: float = 0.5
     read_connections: bool = True
     vector_scan_threads: int = 0
     vector_parallel_rows: int = 32_768
     vector_estimate_rows: int = 16_384
-
-    def __post_init__(self) -> None:
-        if self.lexical_engine not in LEXICAL_ENGINES:
-            known = ", ".join(LEXICAL_ENGINES)
-            raise ConfigError(f"unknown lexical_engine {self.lexical_engine!r}; known: {known}")
 
     def scan_threads(self) -> int:
         """Threads for one large exact scan: ``vector_scan_threads``, or when 0 the

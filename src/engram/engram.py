@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import json
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -43,7 +44,7 @@ from engram.recall.usage import UsageRecorder
 from engram.scope import GLOBAL, Context, Scope, parse_scope, resolve
 from engram.store.audit import AuditReport
 from engram.store.base import Store
-from engram.store.predicate import NO_AGENT, NO_USER, Subject, Visibility
+from engram.store.predicate import NO_AGENT, NO_USER, Visibility
 from engram.store.rows import to_micros
 from engram.store.sqlite import SQLiteStore
 from engram.types import (
@@ -72,7 +73,12 @@ _MAX_INTENT = 64
 
 
 def _sqlite_path(url: str) -> str:
-    """``sqlite:///rel.db``, ``sqlite:////abs.db``, ``sqlite://:memory:`` or a bare path."""
+    """``sqlite:///rel.db``, ``sqlite:////abs.db``, ``sqlite://:memory:`` or a bare path.
+
+    Surrounding whitespace and control characters are refused: a path that only
+    looks like another would silently open (or create) a second database."""
+    if url != url.strip() or any(unicodedata.category(c)[0] == "C" for c in url):
+        raise ConfigError("store URL must not have surrounding whitespace or control characters")
     if url.startswith("sqlite://"):
         rest = url[len("sqlite://") :]
         if rest in (":memory:", "/:memory:"):
@@ -303,13 +309,14 @@ class Engram:
         """Hard-delete a memory, all its versions and copies derived from them."""
         scope, vis = self._visible(ctx)
         record = self._own_record(vis, memory_id)
-        return forgetting.forget(self.store, vis, record, _actor(scope), self._now(None))
+        return forgetting.forget(self.store, vis, record, _actor(scope), self._now(None),
+                                 self._usage)  # fmt: skip
 
     def erase_subject(self, tenant_id: str, user_id: str) -> forgetting.ErasureReceipt:
         """Administrative erasure of one user's every record, vector, trace and derived copy."""
         scope = resolve(Context(tenant_id=tenant_id, user_id=user_id))
         return forgetting.erase_subject(self.store, scope.tenant_id, scope.user_id,
-                                        self._now(None))  # fmt: skip
+                                        self._now(None), self._usage)  # fmt: skip
 
     # -- reads ---------------------------------------------------------------------
 
@@ -333,10 +340,11 @@ class Engram:
         when = self._now(now)
         request = Request(scope, query, intent, chosen, when,
                           None if as_of is None else require_aware(as_of, "as_of"))  # fmt: skip
+        epoch = self._usage.epoch  # usage of a recall an erasure overtakes is dropped
         result = run_pipeline(request, self.store, self.embedder, self.config, self.token_counter)
         vis = Visibility.of(scope)
         self._usage.record(vis, result.ids, to_micros(when) or 0, result.trace.trace_id,
-                           result.trace.to_dict())  # fmt: skip
+                           result.trace.to_dict(), epoch)  # fmt: skip
         return result
 
     def _minimum_tokens(self, layout: str) -> int:
@@ -345,13 +353,12 @@ class Engram:
                               self.token_counter)  # fmt: skip
 
     def trace(self, ctx: Context, trace_id: str) -> dict[str, Any]:
-        """A stored recall trace by id (only the caller's own); ``NotFound`` otherwise."""
-        scope = resolve(ctx)
+        """A recall trace by id, readable only under the visibility it was recorded
+        under (same tenant, user, agent and named scopes: a trace names the ids that
+        recall saw); ``NotFound`` otherwise."""
+        _, vis = self._visible(ctx)
         trace_id = limits.identifier(trace_id, "trace_id")
-        subject = Subject(scope.tenant_id, scope.user_id)
-        body = self._usage.pending_trace(subject, trace_id) or self.store.get_trace(
-            subject, trace_id
-        )
+        body = self._usage.pending_trace(vis, trace_id) or self.store.get_trace(vis, trace_id)
         if body is None:
             raise NotFound(f"no trace {trace_id!r} for this context")
         loaded: dict[str, Any] = json.loads(body)

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from engram import Context, Engram
+from engram.lifecycle.forget import subject_tag
 from engram.store.predicate import Subject
 
 CONTENTS = [
@@ -67,8 +68,9 @@ def test_the_chain_verifies_after_many_operations(mem: Engram, ctx: Context) -> 
 
 def test_audit_entries_never_contain_content(mem: Engram, ctx: Context) -> None:
     written = _many_operations(mem, ctx)
+    erased = subject_tag(mem.store, Subject("acme", "u2"))  # the ERASE entry names it so
     entries = []
-    for user in ("u1", "u2", "u3", ""):
+    for user in ("u1", "u2", "u3", "", erased):
         entries += mem.store.audit_entries(Subject("acme", user))
     assert len(entries) == mem.audit_verify().entries
     operations = {entry["operation"] for entry in entries}

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any
 
 import pytest
+from tests.conftest import OpenMem
 
 from engram import Context, Engram, InvalidArgument, Status
 
@@ -111,3 +112,20 @@ def test_a_document_row_exported_before_the_cap_is_lowered_to_it(mem: Engram, ct
     mem.import_records(target, [legacy])
     (copy,) = mem.list(target)
     assert copy.authority == "tool_observation"
+
+
+def test_an_imported_chain_can_be_corrected_again(sqlite_file_url: str, open_mem: OpenMem) -> None:
+    """The import places an ADDed version in its chain in place: later versions may
+    still supersede it (a delete and re-insert would mark its id as forgotten)."""
+    mem = open_mem(sqlite_file_url)
+    a, b = Context(tenant_id="t", user_id="a"), Context(tenant_id="t", user_id="b")
+    first = mem.remember(a, "Deploy region is eu-west-1.", key="deploy.region", value="eu")
+    assert first.record is not None
+    mem.correct(a, first.record.id, "Deploy region is us-east-1.", value="us")
+    mem.import_records(b, mem.export(a))
+    current = next(r for r in mem.list(b) if r.key == "deploy.region")
+    assert current.version == 2
+    again = mem.correct(b, current.id, "Deploy region is ap-south-1.", value="ap")
+    assert again.record is not None
+    assert [r.version for r in mem.history(b, again.record.id)] == [1, 2, 3]
+    assert mem.forget(b, again.record.id).verified

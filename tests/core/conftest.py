@@ -1,5 +1,5 @@
-"""Fixtures shared by the store tests: stores on a chosen lexical engine, and vector
-partitions built from raw rows."""
+"""Fixtures shared by the store tests: file stores, and vector partitions built from
+raw rows."""
 
 from __future__ import annotations
 
@@ -10,17 +10,15 @@ import numpy as np
 import pytest
 
 from engram import Engram
-from engram.config import Config, StoreConfig
 from engram.store.vectors import Partition
 
 
 @pytest.fixture
 def open_engine(open_mem: Callable[..., Engram]) -> Callable[..., Engram]:
-    """``open_engine(path, engine="memory")``: a file store on that lexical engine."""
+    """``open_engine(path)``: a file store at ``path`` (default configuration)."""
 
-    def _open(path: Path, engine: str = "memory") -> Engram:
-        config = Config(store=StoreConfig(lexical_engine=engine))
-        return open_mem(f"sqlite:///{path}", config=config)
+    def _open(path: Path) -> Engram:
+        return open_mem(f"sqlite:///{path}")
 
     return _open
 

@@ -11,7 +11,6 @@ import pytest
 
 from engram import Context, Engram
 from engram.config import StoreConfig
-from engram.errors import ConfigError
 from engram.scope import resolve
 from engram.store.lexicon import Bm25, LexicalPartition, porter, query_terms, search, tokens
 from engram.store.predicate import Visibility
@@ -118,11 +117,10 @@ def test_erasure_drops_the_partition_from_memory(
     assert mem.store.lexical(vis, "diagnosis", ALL, 5) == []
 
 
-@pytest.mark.parametrize("engine", ["memory", "fts5"])
-def test_both_engines_find_the_same_exact_match_first(
-    tmp_path: Path, ctx: Context, engine: str, open_engine: Callable[..., Engram]
+def test_the_exact_match_comes_first(
+    tmp_path: Path, ctx: Context, open_engine: Callable[..., Engram]
 ) -> None:
-    mem = open_engine(tmp_path / f"{engine}.db", engine)
+    mem = open_engine(tmp_path / "x.db")
     vis = Visibility.of(resolve(ctx))
     mem.remember_many(ctx, [{"content": f"release {i} shipped on time", "type": "fact"}
                             for i in range(20)])  # fmt: skip
@@ -131,9 +129,14 @@ def test_both_engines_find_the_same_exact_match_first(
     assert _contents(mem, ctx, hits)[0] == "the release of the billing service slipped"
 
 
-def test_an_unknown_engine_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="lexical_engine"):
-        StoreConfig(lexical_engine="lucene")
+@pytest.mark.parametrize(
+    "option",
+    [{"lexical_engine": "fts5"}, {"fts_term_cap": 5}, {"fts_rank_window": 5},
+     {"fts_prefilter_below_share": 0.5}, {"term_count_cache": 0}],
+)  # fmt: skip
+def test_the_removed_fts5_engine_options_are_refused_by_name(option: dict[str, object]) -> None:
+    with pytest.raises(TypeError, match=next(iter(option))):
+        StoreConfig(**option)  # type: ignore[arg-type]
 
 
 def test_postings_stop_at_the_rows_a_mask_covers() -> None:

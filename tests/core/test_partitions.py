@@ -26,11 +26,10 @@ class Rollback(Exception):
     """Raised to roll a transaction back."""
 
 
-@pytest.mark.parametrize("engine", ["memory", "fts5"])
 def test_a_rolled_back_savepoint_leaves_no_trace_in_memory(
-    tmp_path: Path, ctx: Context, engine: str, open_engine: Callable[..., Engram]
+    tmp_path: Path, ctx: Context, open_engine: Callable[..., Engram]
 ) -> None:
-    mem = open_engine(tmp_path / "s.db", engine)
+    mem = open_engine(tmp_path / "s.db")
     vis = Visibility.of(resolve(ctx))
     model = mem.embedder.model_id
     mem.remember(ctx, "the office coffee machine is broken", type="fact")

@@ -3,10 +3,8 @@
 A tracer on the store sees each statement with its parameters. For every read of
 the SDK and every candidate query of the store, each reference to ``records`` or
 ``vectors`` must come with a condition rendered by ``engram.store.predicate``
-(``Visibility`` or ``Subject``, bound to the caller's tenant and user), each FTS
-``MATCH`` must start with the caller's owner pre-filter (or, for a caller owning
-most of the index, be joined to ``records`` under the full predicate), and the number of
-statements is pinned, so that an added, unscoped query fails here.
+(``Visibility`` or ``Subject``, bound to the caller's tenant and user), and the
+number of statements is pinned, so that an added, unscoped query fails here.
 """
 
 from __future__ import annotations
@@ -16,19 +14,17 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from engram import Context, Engram
-from engram.config import Config, StoreConfig
 from engram.scope import resolve
 from engram.store.predicate import Subject, Visibility
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "engram"
-TABLE_REF = re.compile(r"\b(?:FROM|JOIN)\s+(records|vectors|records_fts)\b(?!_)")
+TABLE_REF = re.compile(r"\b(?:FROM|JOIN)\s+(records|vectors)\b(?!_)")
 # A join by primary key onto rows already restricted by a predicate cannot widen them.
 KEY_JOINS = ("JOIN records r ON r.id = v.record_id", "k ON r.rowid = k.rid")
 ALIASES = ("r", "v", "p", "x")
@@ -76,7 +72,7 @@ def scope_problems(sql: str, params: Mapping[str, Any], vis: Visibility) -> list
     n_half = sum(sql.count(text) for text in halves) - 2 * n_full
     n_subject = sum(sql.count(text) for text in _subject_renderings(vis))
     n_key_joins = sum(sql.count(text) for text in KEY_JOINS)
-    guarded = sum(1 for ref in refs if ref != "records_fts") - n_key_joins
+    guarded = len(refs) - n_key_joins
     if n_full + n_half + n_subject < guarded:
         problems.append(f"{guarded} table references but {n_full + n_half + n_subject} conditions")
     if n_full or n_half:
@@ -89,16 +85,6 @@ def scope_problems(sql: str, params: Mapping[str, Any], vis: Visibility) -> list
             problems.append("subject bound to another tenant")
         if params.get("subj_user") not in (vis.user_id, ""):
             problems.append("subject bound to another user")
-    if "records_fts" in refs:
-        matches = re.findall(r"MATCH\s+:(\w+)", sql)
-        if not matches:
-            problems.append("records_fts read without MATCH")
-        for name in matches:
-            prefiltered = str(params.get(name, "")).startswith(vis.fts_owner_match())
-            # Without the owner pre-filter (a caller owning most of the index), the
-            # statement must join records and apply the full predicate to each match.
-            if not prefiltered and not (n_full and "records r" in sql):
-                problems.append(f"MATCH :{name} lacks the owner pre-filter")
     return problems
 
 
@@ -232,32 +218,6 @@ def test_every_read_statement_is_scoped_and_counted(
         assert counts == {name: PINNED[name] for name in counts}
 
 
-@pytest.mark.parametrize("share", [0.0, 2.0], ids=["never-prefilter", "always-prefilter"])
-def test_lexical_is_scoped_and_equal_with_or_without_the_owner_prefilter(
-    open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context, share: float
-) -> None:
-    """FTS5 engine: the owner pre-filter is an optimisation; results and scoping do not
-    change (the default memory engine's statements are pinned above)."""
-    config = Config(store=StoreConfig(fts_prefilter_below_share=share, lexical_engine="fts5"))
-    mem = open_mem(f"sqlite:///{tmp_path}/p.db", config=config)
-    reference = open_mem(
-        f"sqlite:///{tmp_path}/ref.db", config=Config(store=StoreConfig(lexical_engine="fts5"))
-    )
-    build_world(mem, ctx)
-    build_world(reference, ctx)
-    for who in (ctx, Context(tenant_id="acme", user_id="u2", agent_id="coder"),
-                Context(tenant_id="globex", user_id="u1", agent_id="coder")):  # fmt: skip
-        vis = Visibility.of(resolve(who))
-        for text in ("iOS language", "neighbour Kotlin", "signed release builds"):
-            statements = statements_of(mem, partial(mem.store.lexical, vis, text, ALL, 10))
-            for sql, params in statements:
-                assert not scope_problems(sql, params, vis), sql
-            got = [mem.get(who, i).content for i, _ in mem.store.lexical(vis, text, ALL, 10)]
-            want = [reference.get(who, i).content
-                    for i, _ in reference.store.lexical(vis, text, ALL, 10)]  # fmt: skip
-            assert got == want
-
-
 def _vis(tenant: str = "acme", user: str = "u1", agent: str | None = "coder") -> Visibility:
     return Visibility.of(resolve(Context(tenant_id=tenant, user_id=user, agent_id=agent)))
 
@@ -276,9 +236,6 @@ def test_the_checker_catches_unscoped_statements() -> None:
     scoped_inner = f"SELECT r.rowid AS rid FROM records r WHERE {cond}"
     joined = f"SELECT r.id FROM records r JOIN ({scoped_inner}) k ON r.rowid = k.rid"
     assert scope_problems(joined, params, vis) == []
-    fts = "SELECT rowid FROM records_fts WHERE records_fts MATCH :m"
-    assert scope_problems(fts, {"m": 'content : ("x")'}, vis)
-    assert scope_problems(fts, {"m": f'{vis.fts_owner_match()} AND content : ("x")'}, vis) == []
     subject, subject_params = Subject("acme", "u2").sql("v")
     assert scope_problems(f"SELECT v.seq FROM vectors v WHERE {subject}", subject_params, vis)
 

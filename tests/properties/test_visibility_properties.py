@@ -21,7 +21,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engram import (
-    Config,
     Context,
     Engram,
     FrozenClock,
@@ -32,7 +31,6 @@ from engram import (
     Status,
     Turn,
 )
-from engram.config import StoreConfig
 from engram.scope import resolve
 from engram.store.predicate import Visibility
 
@@ -384,20 +382,18 @@ def test_observe_refuses_an_incomplete_context_even_without_proposals(
         mem.close()
 
 
-def _kernel_store(engine: str) -> tuple[Engram, Context, Record]:
-    """A store whose FTS term cap is 5, with one 'kernel' memory of the caller (t1/u1/a1)."""
-    config = Config(store=StoreConfig(fts_term_cap=5, lexical_engine=engine))
-    mem = Engram.open("sqlite://:memory:", embedder="hashing", config=config)
+def _kernel_store() -> tuple[Engram, Context, Record]:
+    """A store with one 'kernel' memory of the caller (t1/u1/a1)."""
+    mem = Engram.open("sqlite://:memory:", embedder="hashing")
     me = Context(tenant_id="t1", user_id="u1", agent_id="a1")
     mine = mem.remember(me, "kernel note one").record
     assert mine is not None
     return mem, me, mine
 
 
-@pytest.mark.parametrize("engine", ["memory", "fts5"])
 @pytest.mark.parametrize("crowd_agent", ["a2", "a1"], ids=["invisible-crowd", "visible-crowd"])
-def test_lexical_finds_visible_matches_of_a_common_term(crowd_agent: str, engine: str) -> None:
-    mem, me, mine = _kernel_store(engine)
+def test_lexical_finds_visible_matches_of_a_common_term(crowd_agent: str) -> None:
+    mem, me, mine = _kernel_store()
     try:
         crowd = Context(tenant_id="t1", user_id="u1", agent_id=crowd_agent)
         mem.remember_many(crowd, [{"content": f"kernel thing {i}"} for i in range(6)])
@@ -408,20 +404,8 @@ def test_lexical_finds_visible_matches_of_a_common_term(crowd_agent: str, engine
         mem.close()
 
 
-_FTS_PRUNING_LIMITATION = pytest.mark.xfail(
-    strict=True,
-    reason="KNOWN LIMITATION of the fts5 engine: SQLiteStore._fts_count counts term matches "
-    "over the caller's whole (tenant, user) FTS partition (fts_owner pre-filter only), so "
-    "records of other agents and unnamed scopes decide which terms prune_common drops; here "
-    "'kernel' is common only among invisible records and the rare terms match only "
-    "invisible ones, so the caller's one visible match is never returned. The memory "
-    "engine computes its statistics over visible rows and does not prune.",
-)
-
-
-@pytest.mark.parametrize("engine", ["memory", pytest.param("fts5", marks=_FTS_PRUNING_LIMITATION)])
-def test_lexical_term_pruning_ignores_records_the_caller_cannot_see(engine: str) -> None:
-    mem, me, mine = _kernel_store(engine)
+def test_lexical_term_pruning_ignores_records_the_caller_cannot_see() -> None:
+    mem, me, mine = _kernel_store()
     try:
         hidden = Context(tenant_id="t1", user_id="u1", agent_id="a2")
         crowd = [f"kernel thing {i}" for i in range(6)] + ["scheduler x", "latency y"]

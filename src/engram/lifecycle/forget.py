@@ -1,36 +1,67 @@
 """Hard deletion: one memory with its versions and derived copies, or a whole subject.
 
-Both delete inside one transaction, drop in-memory vector copies, write an audit
-entry (ids only), then verify by re-querying that nothing is left.
+Both run in one transaction that reads what to delete (the version chain, the
+derived closure, the texts to look for afterwards) and deletes it, so a
+``correct`` racing a ``forget`` either lands before it (and its version is
+deleted too) or after it (and is refused: ``forgotten``, schema 0013). Queued
+recall traces and touches naming an erased id are dropped before the
+transaction, and no flush writes while it runs (``UsageRecorder.quiesced``);
+stored traces naming one go inside it. Then the in-memory copies go, the WAL is
+checkpointed and the files are scanned for the erased texts
+(``store.erasure``).
+
+Receipts claim only what was verified: ``checked`` names every check made after
+the commit, ``failed`` those that found something, and ``verified`` is True
+only when none did. The audit entry of an erasure names the subject by a keyed
+hash (HMAC-SHA256 under a per-store secret in ``meta``, created on first use),
+never by its user id: destroying that secret makes the hash unlinkable.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 
 from engram.recall.rerank import forget_cached_texts
+from engram.recall.usage import UsageRecorder
 from engram.store.audit import AuditEntry
 from engram.store.base import Store
+from engram.store.erasure import Scrub
 from engram.store.predicate import NO_USER, Subject, Tenant, Visibility
 from engram.store.rows import to_micros
 from engram.types import Record
 
-__all__ = ["ErasureReceipt", "ForgetReceipt", "erase_subject", "forget"]
+__all__ = ["ErasureReceipt", "ForgetReceipt", "erase_subject", "forget", "subject_tag"]
+
+AUDIT_KEY = "audit_subject_key"
 
 
 @dataclass(frozen=True, slots=True)
 class ForgetReceipt:
-    """What ``forget`` deleted; ``verified`` is True when a re-query found none of it."""
+    """What ``forget`` deleted and what was verified afterwards.
+
+    ``traces`` counts stored and queued traces removed; ``scanned`` erased texts
+    were looked for in the files (``short`` were under 8 bytes, not scanned)."""
 
     deleted: tuple[str, ...]
     derived: tuple[str, ...]
     verified: bool
+    traces: int = 0
+    checked: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+    scanned: int = 0
+    short: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class ErasureReceipt:
-    """What ``erase_subject`` deleted; ``verified`` when no row of the subject remains."""
+    """What ``erase_subject`` deleted and what was verified afterwards (see
+    ``ForgetReceipt``)."""
 
     tenant_id: str
     user_id: str
@@ -38,6 +69,31 @@ class ErasureReceipt:
     derived: int
     traces: int
     verified: bool
+    checked: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+    scanned: int = 0
+    short: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    checked: tuple[str, ...]
+    failed: tuple[str, ...]
+    scrub: Scrub
+
+    @property
+    def verified(self) -> bool:
+        return not self.failed
+
+
+def subject_tag(store: Store, subject: Subject) -> str:
+    """The keyed hash naming ``subject`` in the audit log (creates the key once)."""
+    key = store.meta_get(AUDIT_KEY)
+    if key is None:
+        key = secrets.token_hex(32)
+        store.meta_set(AUDIT_KEY, key)
+    message = f"{subject.tenant_id}\x1f{subject.user_id}".encode()
+    return "hmac-sha256:" + hmac.new(bytes.fromhex(key), message, hashlib.sha256).hexdigest()
 
 
 def _derived_closure(store: Store, tenant: Tenant, ids: list[str]) -> list[str]:
@@ -52,34 +108,84 @@ def _derived_closure(store: Store, tenant: Tenant, ids: list[str]) -> list[str]:
     return found
 
 
-def forget(
-    store: Store, vis: Visibility, record: Record, actor: str, now: datetime
-) -> ForgetReceipt:
-    """Delete ``record``, every version in its chain and every copy derived from them."""
-    with store.transaction():  # read what is deleted in the transaction that deletes it
-        chain = [r.id for r in store.history(vis, record.id)] or [record.id]
-        derived = _derived_closure(store, Tenant(vis.tenant_id), chain)
-        store.delete(chain + derived)
-        store.append_audit(AuditEntry(to_micros(now) or 0, record.tenant_id,
-                                      record.user_id or NO_USER, actor, "DELETE",
-                                      chain + derived, "forget"))  # fmt: skip
-    store.forget_partition(Subject(record.tenant_id, record.user_id or NO_USER))
-    forget_cached_texts()
-    verified = not store.fetch(vis, chain) and not store.derived_ids(Tenant(vis.tenant_id), chain)
-    return ForgetReceipt(tuple(chain), tuple(derived), verified)
+@contextmanager
+def _quiet(usage: UsageRecorder | None) -> Iterator[None]:
+    with usage.quiesced() if usage is not None else nullcontext():
+        yield
 
 
-def erase_subject(store: Store, tenant_id: str, user_id: str, now: datetime) -> ErasureReceipt:
-    """Delete every record, vector, trace and derived copy of one user of one tenant."""
-    subject = Subject(tenant_id, user_id)
-    with store.transaction():
-        own = store.subject_ids(subject)
-        derived = _derived_closure(store, Tenant(tenant_id), own)
-        store.delete(own + derived)
-        traces = store.delete_traces(subject)
-        store.append_audit(AuditEntry(to_micros(now) or 0, tenant_id, user_id, "admin",
-                                      "ERASE", [], f"erased {len(own)} records"))  # fmt: skip
+def _purge(usage: UsageRecorder | None, ids: list[str], subject: Subject | None) -> int:
+    return usage.purge(ids, subject) if usage is not None else 0
+
+
+def _verify(
+    store: Store, tenant: Tenant, ids: list[str], strings: list[str], subject: Subject | None,
+) -> _Outcome:  # fmt: skip
+    """Every check after the commit: rows, counters, caches, then the files."""
+    counts = store.residue(tenant, ids)
+    if subject is not None:
+        counts["subject rows"] = store.subject_residue(subject)
+        counts["counter rows"] = store.counter_rows(subject)
+    counts["partition caches"] = int(store.holds_cached(tenant.tenant_id))
+    scrub = store.scrub(strings)
+    checked = (*counts, *scrub.checked)
+    failed = tuple(name for name, n in counts.items() if n) + scrub.failed
+    return _Outcome(checked, failed, scrub)
+
+
+def _drop_copies(store: Store, subject: Subject) -> None:
     store.forget_partition(subject)
     forget_cached_texts()
-    verified = store.subject_residue(subject) == 0 and not store.derived_ids(Tenant(tenant_id), own)
-    return ErasureReceipt(tenant_id, user_id, len(own), len(derived), traces, verified)
+
+
+def forget(
+    store: Store, vis: Visibility, record: Record, actor: str, now: datetime,
+    usage: UsageRecorder | None = None,
+) -> ForgetReceipt:  # fmt: skip
+    """Delete ``record``, every version in its chain and every copy derived from them."""
+    tenant = Tenant(vis.tenant_id)
+    with _quiet(usage):
+        with store.transaction():
+            chain = [r.id for r in store.history(vis, record.id)] or [record.id]
+            derived = _derived_closure(store, tenant, chain)
+            ids = chain + derived
+            strings = store.erasure_strings(tenant, ids)
+            traces = _purge(usage, ids, None) + store.delete_traces_naming(tenant, ids)
+            store.delete(ids)
+            store.append_audit(AuditEntry(to_micros(now) or 0, record.tenant_id,
+                                          record.user_id or NO_USER, actor, "DELETE",
+                                          ids, "forget"))  # fmt: skip
+        traces += _purge(usage, ids, None)  # queued while the transaction ran
+    _drop_copies(store, Subject(record.tenant_id, record.user_id or NO_USER))
+    outcome = _verify(store, tenant, ids, strings, None)
+    return ForgetReceipt(tuple(chain), tuple(derived), outcome.verified, traces,
+                         outcome.checked, outcome.failed, outcome.scrub.scanned,
+                         outcome.scrub.short)  # fmt: skip
+
+
+def erase_subject(
+    store: Store, tenant_id: str, user_id: str, now: datetime,
+    usage: UsageRecorder | None = None,
+) -> ErasureReceipt:  # fmt: skip
+    """Delete every record, vector, trace, counter and derived copy of one user of one
+    tenant, and every trace naming one of those records."""
+    subject, tenant = Subject(tenant_id, user_id), Tenant(tenant_id)
+    with _quiet(usage):
+        with store.transaction():
+            own = store.subject_ids(subject)
+            derived = _derived_closure(store, tenant, own)
+            ids = own + derived
+            strings = store.erasure_strings(tenant, ids)
+            traces = _purge(usage, ids, subject) + store.delete_traces_naming(tenant, ids)
+            store.delete(ids)
+            traces += store.delete_traces(subject)
+            store.forget_counters(subject)
+            store.append_audit(AuditEntry(to_micros(now) or 0, tenant_id,
+                                          subject_tag(store, subject), "admin", "ERASE", [],
+                                          f"erased {len(own)} records"))  # fmt: skip
+        traces += _purge(usage, ids, subject)
+    _drop_copies(store, subject)
+    outcome = _verify(store, tenant, ids, strings, subject)
+    return ErasureReceipt(tenant_id, user_id, len(own), len(derived), traces, outcome.verified,
+                          outcome.checked, outcome.failed, outcome.scrub.scanned,
+                          outcome.scrub.short)  # fmt: skip

@@ -15,7 +15,7 @@ its number, with nothing written. Then, in ONE transaction:
   active value for a key is never created outside a contested pair); when the
   write path ADDs it, the new version takes the row's place in its imported
   chain (version, supersedes, created_at; expires_at never later than the
-  row's), re-inserted under the same id because ``Store.update`` keeps those;
+  row's), written in place by ``Store.place``;
 * a history row (superseded, retracted, expired) and a disputed row are kept
   as they were, never active, with their links remapped to the new ids;
 * a global row is skipped (only an admin writes tenant-wide records).
@@ -48,7 +48,7 @@ from engram.lifecycle.import_rows import (
 from engram.scope import GLOBAL, Scope
 from engram.store.audit import AuditEntry
 from engram.store.base import Store
-from engram.store.predicate import NO_AGENT, OwnerSlot, Visibility
+from engram.store.predicate import NO_AGENT, OwnerSlot
 from engram.store.rows import to_micros
 from engram.types import Operation, Record, Status, WriteResult
 from engram.write import policy
@@ -223,20 +223,16 @@ def _insert_history(
 def _relink(store: Store, run: _Run, added: Sequence[tuple[ImportRow, Record]]) -> list[str]:
     """Give each version the write path ADDed its row's place in the imported chain.
 
-    ``Store.update`` does not write version, supersedes, created_at or source, so the
-    version is re-inserted under its id (with its vector) inside the import's
-    transaction: no reader ever sees it missing.
+    ``Store.place`` writes those fields in place, inside the import's transaction.
+    (Deleting and re-inserting the version would mark its id as forgotten, and no
+    later version could supersede it.)
     """
     changed = []
-    vis = Visibility.of(run.scope)
     for row, record in added:
         fixed = _placed(row, record, run.ids)
         if fixed == record:
             continue
-        model = record.embedding_model
-        vector = store.vectors_of(vis, [record.id], model).get(record.id) if model else None
-        store.delete([record.id])
-        store.insert(fixed, vector)
+        store.place(fixed)
         changed.append(record.id)
     return changed
 

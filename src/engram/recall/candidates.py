@@ -4,7 +4,7 @@ Channels (all under the scope predicate, inside the storage query):
 
 * ``key``: keyed records of structured types (exact, deterministic lookup);
 * ``working``: task state of the caller's task and session;
-* ``lexical``: BM25 (in-memory postings, or FTS5);
+* ``lexical``: BM25 over in-memory postings;
 * ``vector``: exact cosine over the caller's vector partitions;
 * ``context``: the episodes observed just before and after the best episodic
   candidates (a conversation turn is often only meaningful next to its

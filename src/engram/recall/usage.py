@@ -4,30 +4,54 @@
 ``flush``) writes the access counters and the traces in one short transaction.
 So the read path never waits on a write lock, and a burst of recalls costs one
 write. Pending traces are also served from memory, so a trace is retrievable
-as soon as ``recall`` returns.
+as soon as ``recall`` returns, and only under the visibility it was recorded
+under (``Visibility.reads_trace``, the rule ``trace_sql`` applies in storage).
+
+Erasure. ``forget`` and ``erase_subject`` run inside ``quiesced`` (no flush
+writes meanwhile; one already writing finishes first, so its traces are in the
+store for the erasure to delete) and ``purge`` the queue of everything naming
+an erased id or belonging to an erased subject. A recall that was running while
+an erasure committed may still hold erased ids: ``record`` is given the epoch
+the recall started in, and drops the recall's usage when an erasure since then
+touches it (and the rerank text caches it may have refilled).
 """
 
 from __future__ import annotations
 
-import json
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from engram.errors import EngramError
+from engram.recall.rerank import forget_cached_texts
 from engram.store.base import Store
 from engram.store.predicate import Subject, Visibility
+from engram.store.traces import TraceRow
 
 __all__ = ["UsageRecorder"]
 
-
-_Trace = tuple[str, str, str, int, str]  # id, tenant, user, at, body (JSON)
+_KEPT_ERASURES = 64  # a recall older than this many erasures drops its usage
 
 
 @dataclass
 class _Pending:
     touches: list[tuple[Visibility, list[str], int]] = field(default_factory=list)
-    traces: OrderedDict[str, _Trace] = field(default_factory=OrderedDict)
+    traces: OrderedDict[str, TraceRow] = field(default_factory=OrderedDict)
+
+
+@dataclass(frozen=True, slots=True)
+class _Erasure:
+    epoch: int
+    ids: frozenset[str]
+    subject: Subject | None
+
+    def hits(self, tenant_id: str, user_id: str, ids: Collection[str]) -> bool:
+        """Whether usage of (tenant, user) naming ``ids`` touches this erasure."""
+        if self.subject is not None and self.subject == Subject(tenant_id, user_id):
+            return True
+        return not self.ids.isdisjoint(ids)
 
 
 class UsageRecorder:
@@ -39,55 +63,104 @@ class UsageRecorder:
         self._keep = keep_traces
         self._pending = _Pending()
         self._flushing: list[_Pending] = []  # taken from the queue, not yet committed
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the queue only
+        self._write = threading.Lock()  # held by a flush while it writes, and by an erasure
+        self._epoch = 0
+        self._erasures: deque[_Erasure] = deque(maxlen=_KEPT_ERASURES)
         self._wake = threading.Event()
         self._closing = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="engram-usage", daemon=True)
         self._thread.start()
 
+    @property
+    def epoch(self) -> int:
+        """How many erasures this recorder has seen (a recall passes it to ``record``)."""
+        return self._epoch
+
     def record(self, vis: Visibility, ids: list[str], at_us: int, trace_id: str,
-               body: dict[str, object]) -> None:  # fmt: skip
+               body: dict[str, object], epoch: int | None = None) -> None:  # fmt: skip
         """Queue one recall's selections and its trace, serialised here (about 50 us).
 
         Serialising at flush time instead held the GIL for milliseconds at a
         stretch in the background thread (a second's traces at once), and
         recalls waiting for it paid up to the 5 ms switch interval each time: at
         100K records p99 11.4-13.2 ms serialised here, 16.6-17.6 at flush time,
-        with p95 level (9.5-10.5 either way on a noisy machine)."""
-        row = (trace_id, vis.tenant_id, vis.user_id, at_us, json.dumps(body))
+        with p95 level (9.5-10.5 either way on a noisy machine). ``epoch`` is
+        ``self.epoch`` when the recall started: usage of a recall that an erasure
+        overtook is dropped (see the module notes)."""
+        row = TraceRow.of(vis, trace_id, at_us, body)
         with self._lock:
-            if ids:
-                self._pending.touches.append((vis, ids, at_us))
-            self._pending.traces[trace_id] = row
+            stale = epoch is not None and self._overtaken(epoch, row)
+            if not stale:
+                if ids:
+                    self._pending.touches.append((vis, ids, at_us))
+                self._pending.traces[trace_id] = row
+        if stale:
+            forget_cached_texts()  # the recall may have cached erased texts' stems
+            return
         self._wake.set()
 
-    def pending_trace(self, subject: Subject, trace_id: str) -> str | None:
-        """A queued trace body, if it belongs to ``subject``."""
+    def _overtaken(self, epoch: int, row: TraceRow) -> bool:
+        """Whether an erasure since ``epoch`` erased something ``row`` names (or its
+        subject); True too when erasures since then were forgotten (call under the
+        lock)."""
+        if epoch >= self._epoch:
+            return False
+        if not self._erasures or self._erasures[0].epoch > epoch + 1:
+            return True
+        return any(e.epoch > epoch and e.hits(row.tenant_id, row.user_id, row.ids)
+                   for e in self._erasures)  # fmt: skip
+
+    def pending_trace(self, vis: Visibility, trace_id: str) -> str | None:
+        """A queued trace body, if it was recorded under exactly ``vis``."""
         with self._lock:
             row = self._pending.traces.get(trace_id)
             for batch in self._flushing:  # being written: not yet readable from the store
                 row = row or batch.traces.get(trace_id)
-        if row is None or (row[1], row[2]) != (subject.tenant_id, subject.user_id):
+        if row is None or not vis.reads_trace(row.tenant_id, row.user_id, row.visibility):
             return None
-        return row[4]
+        return row.body
+
+    @contextmanager
+    def quiesced(self) -> Iterator[None]:
+        """No flush writes while this is held; one writing now finishes first."""
+        with self._write:
+            yield
+
+    def purge(self, ids: Collection[str], subject: Subject | None = None) -> int:
+        """Drop queued traces and touches naming any of ``ids`` or of ``subject``, and
+        remember the erasure for recalls still running; how many traces went. Call
+        inside ``quiesced`` (nothing is then being flushed)."""
+        with self._lock:
+            self._epoch += 1
+            erasure = _Erasure(self._epoch, frozenset(ids), subject)
+            self._erasures.append(erasure)
+            pending = self._pending
+            doomed = [key for key, row in pending.traces.items()
+                      if erasure.hits(row.tenant_id, row.user_id, row.ids)]  # fmt: skip
+            for key in doomed:
+                del pending.traces[key]
+            pending.touches = [t for t in pending.touches
+                               if not erasure.hits(t[0].tenant_id, t[0].user_id, t[1])]  # fmt: skip
+        return len(doomed)
 
     def flush(self) -> None:
         """Write everything queued, in one transaction."""
-        with self._lock:
-            pending, self._pending = self._pending, _Pending()
-            self._flushing.append(pending)
-        try:
-            if not pending.touches and not pending.traces:
-                return
-            rows = list(pending.traces.values())
-            with self._store.transaction():
-                self._store.touch(pending.touches)
-                self._store.put_traces(rows, self._keep)
-        except EngramError:
-            return  # usage is best-effort: a busy or closed store must not break reads
-        finally:
+        with self._write:
             with self._lock:
-                self._flushing.remove(pending)
+                pending, self._pending = self._pending, _Pending()
+                self._flushing.append(pending)
+            try:
+                if not pending.touches and not pending.traces:
+                    return
+                with self._store.transaction():
+                    self._store.touch(pending.touches)
+                    self._store.put_traces(list(pending.traces.values()), self._keep)
+            except EngramError:
+                return  # usage is best-effort: a busy or closed store must not break reads
+            finally:
+                with self._lock:
+                    self._flushing.remove(pending)
 
     def _loop(self) -> None:
         while True:

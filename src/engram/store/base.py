@@ -16,7 +16,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engram.store.audit import AuditEntry, AuditReport
+from engram.store.erasure import Scrub
 from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
+from engram.store.traces import TraceRow
 from engram.types import Record
 
 __all__ = ["Store"]
@@ -158,6 +160,10 @@ class Store(Protocol):
         """Write a record's mutable fields."""
         ...
 
+    def place(self, record: Record) -> None:
+        """Write a record's version, supersedes, created_at, expires_at and source."""
+        ...
+
     def delete(self, ids: Sequence[str]) -> int:
         """Hard-delete records with their index entries."""
         ...
@@ -168,6 +174,34 @@ class Store(Protocol):
 
     def derived_ids(self, tenant: Tenant, ids: Sequence[str]) -> list[str]:
         """Ids of tenant records derived from any of ``ids``."""
+        ...
+
+    def erasure_strings(self, tenant: Tenant, ids: Sequence[str]) -> list[str]:
+        """Content, key, stored value and source reference of records among ``ids``."""
+        ...
+
+    def successors(self, tenant: Tenant, ids: Sequence[str]) -> list[str]:
+        """Ids of tenant records that supersede any of ``ids``."""
+        ...
+
+    def residue(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, int]:
+        """Rows still naming any of ``ids``, by check name."""
+        ...
+
+    def forget_counters(self, subject: Subject) -> None:
+        """Delete a subject's change counters (inside the erasure's transaction)."""
+        ...
+
+    def counter_rows(self, subject: Subject) -> int:
+        """A subject's rows in the change counters."""
+        ...
+
+    def holds_cached(self, tenant_id: str) -> bool:
+        """Whether in-memory index partitions of the tenant are held."""
+        ...
+
+    def scrub(self, strings: Sequence[str]) -> Scrub:
+        """After an erasure: make the deletion physical and scan for ``strings``."""
         ...
 
     def subject_residue(self, subject: Subject) -> int:
@@ -186,12 +220,16 @@ class Store(Protocol):
         """Count one access of each visible record in each ``(vis, ids, now_us)``."""
         ...
 
-    def put_traces(self, rows: Sequence[tuple[str, str, str, int, str]], keep: int) -> None:
-        """Store traces, keeping the newest ``keep``."""
+    def put_traces(self, rows: Sequence[TraceRow], keep: int) -> None:
+        """Store traces, keeping the newest ``keep`` of each tenant."""
         ...
 
-    def get_trace(self, subject: Subject, trace_id: str) -> str | None:
-        """A stored trace body."""
+    def get_trace(self, vis: Visibility, trace_id: str) -> str | None:
+        """A stored trace body, if recorded under exactly ``vis``."""
+        ...
+
+    def delete_traces_naming(self, tenant: Tenant, ids: Sequence[str]) -> int:
+        """Delete a tenant's traces that name any of ``ids``."""
         ...
 
     # vectors, meta, audit, rebuild

@@ -81,12 +81,16 @@ class PartitionCache(Generic[P]):
         if private:
             with self._lock:
                 part = self._parts.get(key)
-            usable = part is not None and part.deletes == counters[1] and fits(part)
+            usable = (part is not None and part.deletes == counters[1]
+                      and part.inserts <= counters[0] and fits(part))  # fmt: skip
             return self._layers(part if usable else None, counters, make, load)
         with self._loading:
             with self._lock:
                 part, generation = self._parts.get(key), self._generation
-            if part is None or part.deletes != counters[1] or not fits(part):
+            # Counters only grow, except when an erasure deletes a subject's rows:
+            # fewer inserts than cached means the partition is from before that.
+            stale = part is None or part.deletes != counters[1] or part.inserts > counters[0]
+            if stale or part is None or not fits(part):
                 part = make()
                 part.append(load(0))
             elif part.inserts != counters[0]:
@@ -125,6 +129,11 @@ class PartitionCache(Generic[P]):
         while total > self._max_rows and len(self._parts) > 1:
             _, dropped = self._parts.popitem(last=False)
             total -= dropped.size
+
+    def holds(self, tenant_id: str) -> bool:
+        """Whether a partition of the tenant is cached."""
+        with self._lock:
+            return any(key[0] == tenant_id for key in self._parts)
 
     def drop_tenant(self, tenant_id: str) -> None:
         """Forget a tenant's partitions now: erasure must not leave them in memory,

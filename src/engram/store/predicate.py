@@ -11,17 +11,20 @@ below, rendered here and nowhere else:
 * ``OwnerSlot``: the single (tenant, user, agent, scope) slot a write lands in,
   used to find the versions a new write confirms, supersedes or contests.
 
+Recall traces are read under ``Visibility.trace_sql``: only by a caller with the
+very visibility the trace was recorded under.
+
 Storage encodes "no user" (tenant-wide ``global`` records) and "any agent" as the
 empty string, so each condition is an equality or a fixed-arity ``IN`` over
 indexed columns, with constant SQL text and bound parameters. The same rules are
-rendered for the in-memory vector partitions (``Visibility.row_mask``) and for the
-FTS5 owner column (``owner_token``), so vector and lexical search are scoped
-before anything is scored.
+rendered for the in-memory vector and lexical partitions (``Visibility.row_mask``,
+``Visibility.admits``), so vector and lexical search are scoped before anything
+is scored.
 """
 
 from __future__ import annotations
 
-import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -38,18 +41,11 @@ __all__ = [
     "Subject",
     "Tenant",
     "Visibility",
-    "owner_token",
 ]
 
 NO_USER = ""
 NO_AGENT = ""
 _NAMED_SLOTS = 4  # task, session, repo, project
-
-
-def owner_token(tenant_id: str, user_id: str) -> str:
-    """The FTS5 token that marks rows of one (tenant, user) partition."""
-    digest = hashlib.blake2b(f"{tenant_id}\x1f{user_id}".encode(), digest_size=10)
-    return "o" + digest.hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,16 +105,34 @@ class Visibility:
         )
         return own or (user_id == NO_USER and scope == GLOBAL and agent_id == NO_AGENT)
 
+    def trace_key(self) -> str:
+        """This visibility's agent and named scopes as canonical text, stored with each
+        trace recorded under it (tenant and user have their own columns)."""
+        return json.dumps([self.agent_id, sorted(s for s in self.named if s)])
+
+    def trace_sql(self, alias: str = "t") -> tuple[str, dict[str, Any]]:
+        """Traces recorded under exactly this visibility.
+
+        A trace names the ids its recall saw (selected, rejected, merged), so only a
+        caller who sees what that recall saw may read it: the same tenant, user,
+        agent and named scopes. Another agent or scope of the same user gets none.
+        """
+        a = alias
+        text = (
+            f"({a}.tenant_id = :trv_tenant AND {a}.user_id = :trv_user"
+            f" AND {a}.visibility = :trv_key)"
+        )
+        key = self.trace_key()
+        return text, {"trv_tenant": self.tenant_id, "trv_user": self.user_id, "trv_key": key}
+
+    def reads_trace(self, tenant_id: str, user_id: str, key: str) -> bool:
+        """The rule of ``trace_sql`` for a trace still in memory."""
+        return (tenant_id, user_id, key) == (self.tenant_id, self.user_id, self.trace_key())
+
     @property
     def allowed_scopes(self) -> frozenset[str]:
         """Scope values this caller may read."""
         return frozenset({USER, GLOBAL, *(s for s in self.named if s)})
-
-    def fts_owner_match(self) -> str:
-        """FTS5 MATCH fragment restricting to this caller's partitions (pre-filter)."""
-        own = owner_token(self.tenant_id, self.user_id)
-        tenant_wide = owner_token(self.tenant_id, NO_USER)
-        return f"fts_owner : ({own} OR {tenant_wide})"
 
     def row_mask(
         self,

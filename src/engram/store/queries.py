@@ -21,19 +21,22 @@ __all__ = [
     "by_ids",
     "by_key",
     "derived_from",
+    "erasure_strings",
     "export",
     "get",
     "history",
+    "holding",
     "keyed",
-    "lexical",
     "listing",
     "neighbors",
     "recent",
     "recent_of_types",
+    "residue",
     "slot_by_hash",
     "slot_by_key",
     "status_of",
     "subject_ids",
+    "successors",
 ]
 
 Query = tuple[str, dict[str, Any]]
@@ -160,59 +163,6 @@ def keyed(vis: Visibility, types: Sequence[str], statuses: Sequence[str], limit:
     return sql, {**params, "statuses": _json(statuses), "limit": limit}
 
 
-def lexical(
-    vis: Visibility, match: str, statuses: Sequence[str], limit: int, depth: int,
-    prefilter: bool = True, window: int | None = None,
-) -> Query:  # fmt: skip
-    """BM25 over FTS5: the best ``depth`` matches (in the caller's partitions when
-    ``prefilter``: an owner-column condition inside MATCH), then the full visibility
-    and status filter.
-
-    The caller deepens ``depth`` until ``limit`` rows survive or FTS runs out; the
-    third column, how many matches FTS ranked (at most ``depth``, counted over the
-    ranked rows, so the MATCH is not walked twice), says whether it did: fewer
-    than ``depth`` means every match was ranked. So that the count comes back
-    when nothing survives, there is always one row; its id is NULL then. With a
-    ``window``, BM25 ranks only the newest ``window`` matches (FTS5 scores every
-    match it ranks, so an unselective query would otherwise cost time in
-    proportion to its doclists).
-    ``CROSS JOIN`` keeps FTS as the outer loop. The owner column has weight 0.
-    """
-    cond, params = vis.sql()
-    ranked = (
-        "SELECT rowid AS rid, bm25(records_fts, 1.0, 0.0) AS score"
-        " FROM records_fts WHERE records_fts MATCH :match"
-    )
-    if window is not None:
-        ranked = f"SELECT rid, score FROM ({ranked} ORDER BY rowid DESC LIMIT :window)"
-    sql = (
-        f"WITH f AS {_MATERIALIZED}({ranked} ORDER BY score LIMIT :depth),"
-        " hits AS (SELECT r.id AS id, f.score AS score FROM f"
-        f" CROSS JOIN records r ON r.rowid = f.rid WHERE {cond} AND {_STATUS}"
-        " ORDER BY f.score LIMIT :limit)"
-        " SELECT hits.id, hits.score, (SELECT count(*) FROM f) FROM (SELECT 1)"
-        " LEFT JOIN hits ORDER BY hits.score"
-    )
-    full_match = f"{vis.fts_owner_match()} AND {match}" if prefilter else match
-    extra = {"match": full_match, "statuses": _json(statuses), "limit": limit, "depth": depth}
-    if window is not None:
-        extra["window"] = max(window, depth)
-    return sql, {**params, **extra}
-
-
-def term_counts(vis: Visibility, matches: Sequence[str], cap: int) -> Query:
-    """One row: for each of ``matches``, its FTS matches in the caller's partitions
-    (owner column inside MATCH), counted up to ``cap + 1``."""
-    owner = vis.fts_owner_match()
-    arms = ", ".join(
-        f"(SELECT count(*) FROM (SELECT 1 FROM records_fts WHERE records_fts MATCH :m{i}"
-        " LIMIT :cap + 1))"
-        for i in range(len(matches))
-    )
-    params: dict[str, object] = {f"m{i}": f"{owner} AND {m}" for i, m in enumerate(matches)}
-    return f"SELECT {arms}", {**params, "cap": cap}
-
-
 def recent(vis: Visibility, statuses: Sequence[str], limit: int) -> Query:
     """Most recently observed visible records (one index-ordered arm per branch)."""
     arm = f"{SELECT} WHERE {{cond}} AND {_STATUS}"
@@ -318,3 +268,56 @@ def derived_from(tenant: Tenant, ids: Sequence[str]) -> Query:
         " AND j.value IN (SELECT value FROM json_each(:ids))"
     )
     return sql, {**params, "ids": _json(ids)}
+
+
+def erasure_strings(tenant: Tenant, ids: Sequence[str]) -> Query:
+    """Content, key, stored value and source reference of the tenant's records among
+    ``ids``: the texts an erasure then looks for in the database files."""
+    cond, params = tenant.sql()
+    sql = (
+        "SELECT r.content, r.key, r.value, r.source_ref FROM json_each(:ids) j"
+        f" CROSS JOIN records r ON r.id = j.value WHERE {cond}"
+    )
+    return sql, {**params, "ids": _json(ids)}
+
+
+def successors(tenant: Tenant, ids: Sequence[str]) -> Query:
+    """Ids of the tenant's records that supersede any of ``ids``."""
+    cond, params = tenant.sql()
+    sql = (
+        "SELECT r.id FROM records r WHERE r.supersedes IN (SELECT value FROM json_each(:ids))"
+        f" AND {cond}"
+    )
+    return sql, {**params, "ids": _json(ids)}
+
+
+def holding(window: str) -> Query:
+    """One row if a record of any tenant still holds ``window`` in a text column: an
+    erased text found in the file that a surviving record explains. Deliberately
+    across tenants (a file byte belongs to no tenant); it returns no record."""
+    sql = (
+        "SELECT 1 FROM records r WHERE instr(r.content, :w) OR instr(r.key, :w)"
+        " OR instr(r.value, :w) OR instr(r.source_ref, :w) LIMIT 1"
+    )
+    return sql, {"w": window}
+
+
+def residue(tenant: Tenant, ids: Sequence[str]) -> dict[str, Query]:
+    """Counts of rows still naming any of ``ids``: records, vectors, stored traces."""
+    cond_r, params = tenant.sql("r")
+    cond_v, _ = tenant.sql("v")
+    cond_t, _ = tenant.sql("t")
+    each = "json_each(:ids) j CROSS JOIN"
+    queries = {
+        "records rows": f"SELECT count(*) FROM {each} records r ON r.id = j.value WHERE {cond_r}",
+        "vectors rows": (
+            f"SELECT count(*) FROM {each} vectors v ON v.record_id = j.value WHERE {cond_v}"
+        ),
+        "traces rows": (
+            "SELECT count(*) FROM traces t WHERE"
+            f" {cond_t} AND EXISTS (SELECT 1 FROM json_each(t.ids) n"
+            " WHERE n.value IN (SELECT value FROM json_each(:ids)))"
+        ),
+    }
+    bound = {**params, "ids": _json(ids)}
+    return {name: (sql, bound) for name, sql in queries.items()}

@@ -2,7 +2,8 @@
 
 Times are stored as integer microseconds since the Unix epoch (UTC): exact,
 compact and ordered. "No user" and "any agent" are stored as the empty string
-(see ``predicate``) and come back as ``None``.
+(see ``predicate``) and come back as ``None``. ``fts_owner`` is a leftover column
+of the removed FTS5 index, always written as ''.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from engram.store.predicate import NO_AGENT, NO_USER, owner_token
+from engram.store.predicate import NO_AGENT, NO_USER
 from engram.types import Authority, Record, Retention, Sensitivity, Source, SourceKind, Status, Tier
 
 __all__ = [
@@ -86,7 +87,7 @@ def record_to_row(record: Record) -> dict[str, Any]:
         "last_accessed_at": to_micros(record.last_accessed_at),
         "private": int(record.private),
         "embedding_model": record.embedding_model,
-        "fts_owner": owner_token(record.tenant_id, user),
+        "fts_owner": "",  # the column of the removed FTS5 index (schema 0011)
     }
 
 

@@ -1,16 +1,28 @@
 """Named, append-only SQLite migrations. Never edit a shipped one; add a new one.
 
-The ``records`` table is the truth. ``records_fts`` (FTS5, external content) and
-``vectors`` are derived and kept in step by triggers, and ``engram index rebuild``
-regenerates both. ``partition_state`` counts vector changes per (tenant, user) so
-in-memory vector partitions know when to refresh, and ``index_totals`` counts all
-vectors, so a caller's share of the index is two key lookups, and every change
-to the lexical index (``fts_changes``; removals also in ``fts_deletes``), so
-cached term counts know when they are stale. ``lexical_state`` counts record
+The ``records`` table is the truth. ``vectors`` is derived and kept in step by
+triggers, and ``engram index rebuild`` regenerates it. ``partition_state``
+counts vector changes per (tenant, user) so in-memory vector partitions know
+when to refresh, and ``index_totals`` counts all vectors. ``lexical_state`` counts record
 inserts and removals per (tenant, user) for the in-memory lexical partitions (a
 change to content or owner, which the write path never makes, counts as a
 removal, so the partition reloads). ``audit`` is append-only:
 triggers refuse updates and deletes.
+
+Migrations 0003 and 0009 created an FTS5 index (``records_fts``) and counters of
+its changes for a second lexical engine; 0011 drops them. The in-memory engine
+builds its postings from ``records``, so the FTS5 table was overhead, and its
+segments kept erased words until a merge (an erasure residue). The
+``records.fts_owner`` column stays (dropping a column rewrites the table); rows
+written since 0011 hold ''.
+
+0012 stores each trace with the visibility it was recorded under and the ids it
+names (``store.traces``). Traces stored before it carry neither, so it deletes
+them: they are diagnostics, and unreadable under the new rule anyway.
+
+0013 keeps the ids of deleted records (``forgotten``: ids only, like the audit
+log) and refuses a new version of one: a ``correct`` that read its target
+before a ``forget`` committed cannot resurrect the chain afterwards.
 """
 
 from __future__ import annotations
@@ -218,6 +230,36 @@ CREATE TRIGGER lexical_count_update AFTER UPDATE OF content, tenant_id, user_id,
 END;
 """
 
+_DROP_FTS = """
+DROP TRIGGER IF EXISTS records_fts_insert;
+DROP TRIGGER IF EXISTS records_fts_delete;
+DROP TRIGGER IF EXISTS records_fts_update;
+DROP TABLE IF EXISTS records_fts;
+DROP TRIGGER IF EXISTS fts_changes_insert;
+DROP TRIGGER IF EXISTS fts_changes_delete;
+DROP TRIGGER IF EXISTS fts_changes_update;
+DELETE FROM index_totals WHERE name IN ('fts_changes', 'fts_deletes');
+"""
+
+_TRACE_VISIBILITY = """
+DELETE FROM traces;
+ALTER TABLE traces ADD COLUMN visibility TEXT NOT NULL DEFAULT '';
+ALTER TABLE traces ADD COLUMN ids TEXT NOT NULL DEFAULT '[]';
+CREATE INDEX traces_tenant ON traces (tenant_id, seq);
+"""
+
+_FORGOTTEN = """
+CREATE TABLE forgotten (id TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TRIGGER records_remember_deleted AFTER DELETE ON records BEGIN
+    INSERT OR IGNORE INTO forgotten (id) VALUES (old.id);
+END;
+CREATE TRIGGER records_no_version_of_deleted BEFORE INSERT ON records
+    WHEN new.supersedes IS NOT NULL BEGIN
+    SELECT RAISE(ABORT, 'the record this version supersedes was deleted')
+    WHERE EXISTS (SELECT 1 FROM forgotten WHERE id = new.supersedes);
+END;
+"""
+
 # At most one active, uncontested version per key in a write slot, held by the
 # database itself, so no interleaving of writers can leave two current values (a
 # contested pair links both versions through contested_with). Slots that broke it
@@ -249,5 +291,8 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0008_index_totals", _TOTALS),
     ("0009_fts_changes", _FTS_CHANGES),
     ("0010_lexical_state", _LEXICAL_STATE),
+    ("0011_drop_fts", _DROP_FTS),
+    ("0012_trace_visibility", _TRACE_VISIBILITY),
+    ("0013_forgotten", _FORGOTTEN),
     ("0014_one_active_version", _ONE_ACTIVE),
 )

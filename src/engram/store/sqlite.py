@@ -23,23 +23,15 @@ from numpy.typing import NDArray
 
 from engram.config import StoreConfig
 from engram.errors import IndexMismatch, MigrationError, StoreError
-from engram.store import lexicon, queries
+from engram.store import erasure, lexicon, queries, traces
 from engram.store.audit import GENESIS, AuditEntry, AuditReport, entry_hash, verify_chain
-from engram.store.lexical import (
-    match_all,
-    match_expression,
-    prune_common,
-    rank_window,
-    stem,
-    terms,
-)
 from engram.store.lexicon import Bm25, LexicalPartition, LexicalRow, porter, query_terms
 from engram.store.partitions import PartitionCache, partitions_for
 from engram.store.predicate import NO_AGENT, NO_USER, OwnerSlot, Subject, Tenant, Visibility
 from engram.store.ranking import Ranking, alive_top
 from engram.store.rows import COLUMNS, record_from_values, record_to_row, to_micros
 from engram.store.schema import MIGRATIONS
-from engram.store.term_counts import IndexVersion, TermCountCache
+from engram.store.traces import TraceRow
 from engram.store.vectors import Partition, Scan, ScanPolicy, VectorRow, ranked_positions, top_k
 from engram.types import Record
 
@@ -54,6 +46,15 @@ _MUTABLE = (
     "status", "valid_to", "superseded_by", "contested_with", "updated_at", "confidence",
     "observed_at", "expires_at", "access_count", "last_accessed_at", "embedding_model",
 )  # fmt: skip
+_PLACEMENT = (
+    "version", "supersedes", "created_at", "expires_at", "source_kind", "source_ref",
+    "derived_from",
+)  # fmt: skip
+_PLACE = (
+    "UPDATE records SET "
+    + ", ".join(f"{column} = :{column}" for column in _PLACEMENT)
+    + " WHERE id = :id"
+)
 _UPDATE = (
     "UPDATE records SET "
     + ", ".join(f"{column} = :{column}" for column in _MUTABLE)
@@ -77,15 +78,8 @@ def _is_plain_file(path: str) -> bool:
     return path not in ("", ":memory:") and not path.startswith("file:")
 
 
-def _share(counters: Mapping[str, tuple[int, int]], totals: Mapping[str, int]) -> float:
-    """The share of all indexed vectors in the caller's partitions (0 when empty)."""
-    own = sum(inserts - deletes for inserts, deletes in counters.values())
-    total = totals.get("vectors", 0)
-    return own / total if total > 0 else 0.0
-
-
 class SQLiteStore:
-    """System of record on SQLite with derived FTS5 and vector indexes."""
+    """System of record on SQLite with derived in-memory lexical and vector indexes."""
 
     def __init__(self, path: str, config: StoreConfig | None = None) -> None:
         self.config = config or StoreConfig()
@@ -94,13 +88,13 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._depth = 0
         self._owner: int | None = None  # the thread with an open transaction
+        self._after_commit: list[Callable[[], None]] = []  # run at COMMIT, under the lock
         self._local = threading.local()
         self._readers: weakref.WeakSet[_Reader] = weakref.WeakSet()
         self._readers_lock = threading.Lock()  # not the store lock: a writer holds that
         self._pooled = self.config.read_connections and _is_plain_file(path)
         self._reader_uri = f"file:{quote(os.path.abspath(path))}?mode=rw" if self._pooled else ""
         self._cache: PartitionCache[Partition] = PartitionCache(self.config.vector_cache_rows)
-        self._term_cache = TermCountCache(self.config.term_count_cache)
         self._bm25_params = Bm25()
         self._lexicon: PartitionCache[LexicalPartition] = PartitionCache(
             self.config.lexical_cache_rows
@@ -125,6 +119,9 @@ class SQLiteStore:
         if self.path != ":memory:":
             self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute("PRAGMA synchronous = NORMAL")
+        # Deleted rows are overwritten with zeros, not just unlinked: an erasure must
+        # leave no byte of what it erased in the file (see ``store.erasure``).
+        self._conn.execute("PRAGMA secure_delete = ON")
 
     def _migrate(self) -> None:
         """Apply pending migrations. An up-to-date database is only read, so opening a
@@ -268,9 +265,13 @@ class SQLiteStore:
                 except BaseException:  # a failed COMMIT must not leave the transaction open
                     self._rollback(depth)
                     raise
+                if depth == 0:
+                    for hook in self._after_commit:
+                        hook()
             finally:
                 if depth == 0:
                     self._owner = None
+                    self._after_commit.clear()
 
     def _rollback(self, depth: int) -> None:
         if depth == 0:
@@ -284,7 +285,6 @@ class SQLiteStore:
         """Close the connections; the store is unusable afterwards."""
         with self._lock, self._readers_lock:
             self._cache.clear()
-            self._term_cache.clear()
             self._lexicon.clear()
             self._pooled = False
             for holder in list(self._readers):
@@ -332,28 +332,18 @@ class SQLiteStore:
     ) -> list[tuple[str, float]]:
         """Candidate query: BM25 over content; scores are positive, higher is better.
 
-        The ``memory`` engine ranks in-memory postings (``lexicon``). The ``fts5``
-        engine ranks with SQLite FTS5:
-        Terms matching more than ``fts_term_cap`` documents are dropped from the OR
-        query (long doclists, low IDF). When that happens, the documents holding
-        *every* term come first (an AND query is cheap: FTS5 intersects doclists),
-        so pruning never loses an exact match to the rarer terms' best matches. A
-        query left with only common terms ranks a bounded window of its newest
-        matches (``fts_rank_window``; ``rank_window``).
-        """
-        if self.config.lexical_engine != "memory":
-            return self._lexical_fts(vis, text, statuses, limit)  # status checked there
+        Ranks the in-memory postings of the caller's partitions (``lexicon``), with
+        statistics over the rows the caller may read; status is checked afterwards
+        (``alive_top``)."""
         ranking = self._lexical_memory(vis, text)
         return alive_top(limit, ranking, partial(self._alive_ids, vis, statuses))
 
     def lexical_scan(
         self, vis: Visibility, text: str, statuses: Sequence[str], limit: int
     ) -> Ranking:
-        """The lexical ranking (``lexical``), status unchecked for the ``memory``
-        engine; ``lexical_hits`` checks it."""
-        if self.config.lexical_engine == "memory":
-            return self._lexical_memory(vis, text)
-        return Ranking.of(self._lexical_fts(vis, text, statuses, limit))
+        """The lexical ranking (``lexical``), status unchecked; ``lexical_hits``
+        checks it."""
+        return self._lexical_memory(vis, text)
 
     def lexical_hits(
         self, vis: Visibility, text: str, statuses: Sequence[str], limit: int,
@@ -363,109 +353,6 @@ class SQLiteStore:
         if not isinstance(scan, Ranking):
             scan = self.lexical_scan(vis, text, statuses, limit)
         return self._hits(vis, statuses, limit, scan, known)
-
-    def _lexical_fts(
-        self, vis: Visibility, text: str, statuses: Sequence[str], limit: int
-    ) -> list[tuple[str, float]]:
-        """``lexical`` on FTS5 (status checked in the same statement)."""
-        words = terms(text)
-        if not words:
-            return []
-        cap, window = self.config.fts_term_cap, self.config.fts_rank_window
-        counters = self._partition_counters(vis)
-        totals = self._index_totals()
-        counts = self._term_counts(vis, words, cap, totals)
-        present = [w for w in words if counts[w] > 0]
-        if not present:  # counts cover the caller's partitions: nothing visible matches
-            return []
-        kept = prune_common(counts, cap)
-        prefilter = _share(counters, totals) < self.config.fts_prefilter_below_share
-        hits = self._bm25(
-            vis, match_expression(kept), statuses, limit, prefilter,
-            rank_window(counts, kept, cap, window),
-        )  # fmt: skip
-        if len(kept) < len(present):
-            rarest = min(counts[w] for w in present)
-            every = self._bm25(
-                vis, match_all(present), statuses, limit, prefilter,
-                None if rarest <= cap else window,
-            )  # fmt: skip
-            seen = {i for i, _ in every}
-            hits = (every + [h for h in hits if h[0] not in seen])[:limit]
-        return hits
-
-    def _bm25(
-        self, vis: Visibility, match: str | None, statuses: Sequence[str], limit: int,
-        prefilter: bool, window: int | None = None,
-    ) -> list[tuple[str, float]]:  # fmt: skip
-        """The best ``limit`` visible matches of ``match``, deepening the FTS pass until
-        enough survive the predicate or the caller's matches run out.
-
-        Without the owner pre-filter the FTS pass ranks every owner's documents:
-        its result is complete when enough rows survive or when FTS ranked fewer
-        than ``depth`` matches (it ran out). Otherwise (others' matches filled the
-        window, or nothing survived to say how many there were) the pre-filtered
-        pass runs, whose depth test counts only the caller's matches. A ``window``
-        grows with ``depth``, so deepening still reaches every match.
-        """
-        if match is None:
-            return []
-        depth = 4 * limit
-        if not prefilter:
-            hits, ranked = self._ranked(vis, match, statuses, limit, depth, False, window)
-            if len(hits) >= limit or ranked < depth:
-                return hits
-        while True:
-            hits, ranked = self._ranked(vis, match, statuses, limit, depth, True, window)
-            if len(hits) >= limit or ranked < depth or self._fts_count(vis, match, depth) <= depth:
-                return hits
-            depth *= 8
-
-    def _ranked(
-        self, vis: Visibility, match: str, statuses: Sequence[str], limit: int, depth: int,
-        prefilter: bool, window: int | None,
-    ) -> tuple[list[tuple[str, float]], int]:  # fmt: skip
-        """One ``queries.lexical`` pass: (id, score) best first, and how many matches
-        FTS ranked."""
-        rows = self._rows(queries.lexical(vis, match, statuses, limit, depth, prefilter, window))
-        hits = [(row[0], -float(row[1])) for row in rows if row[0] is not None]
-        return hits, int(rows[0][2]) if rows else 0
-
-    def _index_share(self, vis: Visibility) -> float:
-        """The share of all indexed vectors in the caller's partitions (0 when empty)."""
-        return _share(self._partition_counters(vis), self._index_totals())
-
-    def _index_totals(self) -> dict[str, int]:
-        """The ``index_totals`` counters: all vectors, and changes to the lexical index."""
-        rows = self._rows(("SELECT name, rows FROM index_totals", {}))
-        return {row[0]: int(row[1]) for row in rows}
-
-    def _term_counts(
-        self, vis: Visibility, words: Sequence[str], cap: int, totals: Mapping[str, int]
-    ) -> dict[str, int]:
-        """Each word's matches in the caller's partitions, up to ``cap + 1``: from the
-        term-count cache where still valid, else counted (in one statement)."""
-        if not words:
-            return {}
-        owner = (vis.tenant_id, vis.user_id)
-        now = IndexVersion(totals.get("fts_changes", 0), totals.get("fts_deletes", 0))
-        cacheable = not self._in_own_transaction()
-        counts = self._term_cache.known(owner, words, now, cap) if cacheable else {}
-        missing = [word for word in words if word not in counts]
-        if missing:
-            matches = [match_expression([word]) or "" for word in missing]
-            row = self._rows(queries.term_counts(vis, matches, cap))[0]
-            fresh = {word: int(count) for word, count in zip(missing, row, strict=True)}
-            if cacheable:
-                self._term_cache.remember(owner, fresh, now)
-            counts.update(fresh)
-        return {word: counts[word] for word in words}
-
-    def _fts_count(self, vis: Visibility, match: str, cap: int) -> int:
-        """Matches of ``match`` in the caller's partitions, counted up to ``cap + 1``."""
-        sql = "SELECT count(*) FROM (SELECT 1 FROM records_fts WHERE records_fts MATCH :m LIMIT :n)"
-        full = f"{vis.fts_owner_match()} AND {match}"
-        return int(self._rows((sql, {"m": full, "n": cap + 1}))[0][0])
 
     def recent(
         self,
@@ -736,8 +623,14 @@ class SQLiteStore:
         row = record_to_row(record)
         self._run(_UPDATE, {column: row[column] for column in (*_MUTABLE, "id")})
 
+    def place(self, record: Record) -> None:
+        """Write where an existing record sits in its history (version, supersedes,
+        created_at, expires_at, source): only an import places a version it ADDed."""
+        row = record_to_row(record)
+        self._run(_PLACE, {column: row[column] for column in (*_PLACEMENT, "id")})
+
     def delete(self, ids: Sequence[str]) -> int:
-        """Hard-delete records; triggers remove their FTS rows and vectors."""
+        """Hard-delete records; triggers remove their vectors and count the removals."""
         cursor = self._run(
             "DELETE FROM records WHERE id IN (SELECT value FROM json_each(:ids))",
             {"ids": json.dumps(list(ids))},
@@ -751,6 +644,64 @@ class SQLiteStore:
     def derived_ids(self, tenant: Tenant, ids: Sequence[str]) -> list[str]:
         """Ids of tenant records derived from any of ``ids``."""
         return [row[0] for row in self._rows(queries.derived_from(tenant, ids))] if ids else []
+
+    def erasure_strings(self, tenant: Tenant, ids: Sequence[str]) -> list[str]:
+        """The texts of the tenant's records among ``ids`` (content, key, stored
+        value, source reference), read before they are erased, to scan for after."""
+        if not ids:
+            return []
+        rows = self._rows(queries.erasure_strings(tenant, ids), plain=True)
+        return [value for row in rows for value in row if value]
+
+    def successors(self, tenant: Tenant, ids: Sequence[str]) -> list[str]:
+        """Ids of the tenant's records that supersede any of ``ids``."""
+        return [row[0] for row in self._rows(queries.successors(tenant, ids))] if ids else []
+
+    def residue(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, int]:
+        """Rows still naming any of ``ids``, by check name (0 everywhere after an
+        erasure): the records, their vectors, traces naming them, records derived
+        from or superseding them."""
+        counts = {name: int(self._rows(query)[0][0])
+                  for name, query in queries.residue(tenant, ids).items()}  # fmt: skip
+        later = self.derived_ids(tenant, ids) + self.successors(tenant, ids)
+        counts["derived rows"] = len(later)
+        return counts
+
+    def forget_counters(self, subject: Subject) -> None:
+        """Delete the subject's rows of the counter tables (inside the erasure's
+        transaction). A cached partition is fresh while its counters match, so the
+        tenant's caches are dropped at COMMIT, still under the store lock: none
+        stamped with the old counters survives to match new ones."""
+        for table in ("partition_state", "lexical_state"):
+            cond, params = subject.sql("p")
+            self._run(f"DELETE FROM {table} AS p WHERE {cond}", params)
+        self._after_commit.append(partial(self.forget_partition, subject))
+
+    def counter_rows(self, subject: Subject) -> int:
+        """The subject's rows in the counter tables."""
+        return sum(len(self._partition_counters_of(subject, table))
+                   for table in ("partition_state", "lexical_state"))  # fmt: skip
+
+    def _partition_counters_of(self, subject: Subject, table: str) -> list[Any]:
+        cond, params = subject.sql("p")
+        return self._rows((f"SELECT p.user_id FROM {table} p WHERE {cond}", params))
+
+    def holds_cached(self, tenant_id: str) -> bool:
+        """Whether an in-memory vector or lexical partition of the tenant is held."""
+        return self._cache.holds(tenant_id) or self._lexicon.holds(tenant_id)
+
+    def scrub(self, strings: Sequence[str]) -> erasure.Scrub:
+        """After an erasure commits: empty the WAL and scan the database, WAL and
+        shared-memory files for ``strings`` (``store.erasure``). A store without a
+        file checks nothing here."""
+        wanted = erasure.windows(strings)
+        if not _is_plain_file(self.path):
+            return erasure.Scrub((), (), wanted.strings, wanted.short)
+
+        def still_held(text: str) -> bool:
+            return bool(self._rows(queries.holding(text)))
+
+        return erasure.scrub(self._conn, self._lock, self.path, still_held, wanted)
 
     def subject_residue(self, subject: Subject) -> int:
         """Rows (records, vectors, traces) a subject still has: 0 after an erasure."""
@@ -770,11 +721,9 @@ class SQLiteStore:
         """Drop from memory, now, everything a forget or an erasure must not leave
         behind: the in-memory vectors, postings and term counts of the subject's
         tenant (derived copies of its records may sit in any partition of the
-        tenant; they reload on the next search) and the process-wide stem caches."""
+        tenant; they reload on the next search) and the process-wide stem cache."""
         self._cache.drop_tenant(subject.tenant_id)
         self._lexicon.drop_tenant(subject.tenant_id)
-        self._term_cache.drop_tenant(subject.tenant_id)
-        stem.cache_clear()
         porter.cache_clear()
 
     def touch(self, touches: Sequence[tuple[Visibility, Sequence[str], int]]) -> None:
@@ -797,28 +746,20 @@ class SQLiteStore:
 
     # -- traces -------------------------------------------------------------------
 
-    def put_traces(self, rows: Sequence[tuple[str, str, str, int, str]], keep: int) -> None:
-        """Store (trace_id, tenant, user, at, body) rows and keep only the newest ``keep``."""
-        self._run_many(
-            "INSERT OR REPLACE INTO traces (trace_id, tenant_id, user_id, at, body)"
-            " VALUES (:id, :tenant, :user, :at, :body)",
-            [{"id": trace_id, "tenant": tenant, "user": user, "at": at, "body": body}
-             for trace_id, tenant, user, at, body in rows],
-        )  # fmt: skip
-        self._run(
-            "DELETE FROM traces WHERE seq <= (SELECT seq FROM traces ORDER BY seq DESC"
-            " LIMIT 1 OFFSET :keep)",
-            {"keep": keep},
-        )
+    def put_traces(self, rows: Sequence[TraceRow], keep: int) -> None:
+        """Store traces; then keep only the newest ``keep`` of each tenant written to."""
+        self._run_many(traces.insert(), [row.params() for row in rows])
+        for sql, params in traces.retention((row.tenant_id for row in rows), keep):
+            self._run(sql, params)
 
-    def get_trace(self, subject: Subject, trace_id: str) -> str | None:
-        """The stored body of one of the subject's traces."""
-        cond, params = subject.sql("t")
-        rows = self._rows(
-            (f"SELECT t.body FROM traces t WHERE t.trace_id = :id AND {cond}",
-             {**params, "id": trace_id})
-        )  # fmt: skip
+    def get_trace(self, vis: Visibility, trace_id: str) -> str | None:
+        """The stored body of a trace recorded under exactly ``vis``."""
+        rows = self._rows(traces.get(vis, trace_id))
         return str(rows[0][0]) if rows else None
+
+    def delete_traces_naming(self, tenant: Tenant, ids: Sequence[str]) -> int:
+        """Delete the tenant's stored traces that name any of ``ids``."""
+        return self._run(*traces.delete_naming(tenant, ids)).rowcount if ids else 0
 
     # -- vector model bookkeeping ------------------------------------------------
 
@@ -887,10 +828,8 @@ class SQLiteStore:
     # -- derived index maintenance ----------------------------------------------
 
     def rebuild_lexical(self) -> None:
-        """Regenerate the FTS5 index from the records table (and forget the term
-        counts and postings read from it)."""
-        self._run("INSERT INTO records_fts (records_fts) VALUES ('rebuild')")
-        self._term_cache.clear()
+        """Forget the in-memory postings: they reload from the records table on the
+        next search."""
         self._lexicon.clear()
 
     def iter_all(self, batch: int) -> Iterator[list[Record]]:
