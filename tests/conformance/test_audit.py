@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from engram import Context, Engram
-from engram.lifecycle.forget import subject_tag
 from engram.store.predicate import Subject
 
 CONTENTS = [
@@ -68,11 +67,13 @@ def test_the_chain_verifies_after_many_operations(mem: Engram, ctx: Context) -> 
 
 def test_audit_entries_never_contain_content(mem: Engram, ctx: Context) -> None:
     written = _many_operations(mem, ctx)
-    erased = subject_tag(mem.store, Subject("acme", "u2"))  # the ERASE entry names it so
-    entries = []
-    for user in ("u1", "u2", "u3", "", erased):
-        entries += mem.store.audit_entries(Subject("acme", user))
+    linked = []
+    for user in ("u1", "u3", ""):
+        linked += mem.store.audit_entries(Subject("acme", user))
+    assert mem.store.audit_entries(Subject("acme", "u2")) == []  # erased: unlinkable
+    entries = [dict(row) for row in mem.store._rows(("SELECT * FROM audit", {}))]
     assert len(entries) == mem.audit_verify().entries
+    assert len(linked) < len(entries)  # u2's entries remain in the chain, unnamed
     operations = {entry["operation"] for entry in entries}
     assert {"ADD", "CONFIRM", "SUPERSEDE", "RETRACT", "EXPIRE", "DELETE", "REJECT",
             "CONTEST", "IMPORT", "ERASE"} <= operations  # fmt: skip
@@ -178,3 +179,32 @@ def test_cli_audit_verify_and_index_rebuild_exit_zero(
     verify = _cli(sqlite_file_url, "audit", "verify")
     assert verify.returncode == 0, verify.stderr
     assert "5 entries" in verify.stdout
+
+
+def test_users_are_named_by_pseudonym_and_erasure_unlinks_them(
+    sqlite_file_url: str, db_path: Path, open_mem: Callable[..., Engram], ctx: Context
+) -> None:
+    mem = open_mem(sqlite_file_url)
+    victim = Context(tenant_id="acme", user_id="victim-7f3a9c@example.net")
+    first = mem.remember(victim, "Prefers tea.")
+    assert first.record is not None
+    mem.retract(victim, first.record.id)
+    mem.remember(ctx, CONTENTS[1])
+    before = mem.store.audit_entries(Subject("acme", victim.user_id))
+    assert [e["operation"] for e in before] == ["ADD", "RETRACT"]
+    assert {e["user_id"] for e in before} == {mem.store.audit_name(Subject("acme", victim.user_id))}
+    mem.erase_subject("acme", victim.user_id)
+    assert mem.store.audit_entries(Subject("acme", victim.user_id)) == []
+    assert mem.store.audit_name(Subject("acme", victim.user_id)) is None
+    assert mem.audit_verify().ok
+    assert mem.store.audit_entries(Subject("acme", "u1"))  # others stay linkable
+    mem.close()
+    raw = db_path.read_bytes()
+    for suffix in ("-wal", "-shm"):
+        extra = db_path.with_name(db_path.name + suffix)
+        raw += extra.read_bytes() if extra.exists() else b""
+    for user in (victim.user_id, "u1"):
+        with closing(sqlite3.connect(db_path)) as conn:
+            rows = conn.execute("SELECT user_id, actor FROM audit").fetchall()
+        assert user not in repr(rows)
+    assert victim.user_id.encode() not in raw

@@ -137,7 +137,7 @@ def test_erase_subject_leaves_no_byte_counter_row_or_plain_user_id(
             assert rows.fetchall() == [], table
         erase = conn.execute("SELECT user_id, reason FROM audit WHERE operation = 'ERASE'")
         (user_column, reason), = erase.fetchall()
-    assert user_column.startswith("hmac-sha256:")
+    assert user_column.startswith("s:")
     assert victim.user_id not in user_column + reason
     assert mem.audit_verify().ok
     mem.remember(victim, "A new note after the erasure.")  # counters start again, caches fresh

@@ -12,16 +12,14 @@ checkpointed and the files are scanned for the erased texts
 
 Receipts claim only what was verified: ``checked`` names every check made after
 the commit, ``failed`` those that found something, and ``verified`` is True
-only when none did. The audit entry of an erasure names the subject by a keyed
-hash (HMAC-SHA256 under a per-store secret in ``meta``, created on first use),
-never by its user id: destroying that secret makes the hash unlinkable.
+only when none did. The audit log names users by a keyed hash under a key of
+their own (``store.pseudonyms``), never by their id; an erasure writes its
+entry under that name, then deletes the key, so none of the subject's entries
+can be linked to them any more (they still verify).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -36,9 +34,7 @@ from engram.store.predicate import NO_USER, Subject, Tenant, Visibility
 from engram.store.rows import to_micros
 from engram.types import Record
 
-__all__ = ["ErasureReceipt", "ForgetReceipt", "erase_subject", "forget", "subject_tag"]
-
-AUDIT_KEY = "audit_subject_key"
+__all__ = ["ErasureReceipt", "ForgetReceipt", "erase_subject", "forget"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,16 +80,6 @@ class _Outcome:
     @property
     def verified(self) -> bool:
         return not self.failed
-
-
-def subject_tag(store: Store, subject: Subject) -> str:
-    """The keyed hash naming ``subject`` in the audit log (creates the key once)."""
-    key = store.meta_get(AUDIT_KEY)
-    if key is None:
-        key = secrets.token_hex(32)
-        store.meta_set(AUDIT_KEY, key)
-    message = f"{subject.tenant_id}\x1f{subject.user_id}".encode()
-    return "hmac-sha256:" + hmac.new(bytes.fromhex(key), message, hashlib.sha256).hexdigest()
 
 
 def _derived_closure(store: Store, tenant: Tenant, ids: list[str]) -> list[str]:
@@ -180,9 +166,9 @@ def erase_subject(
             store.delete(ids)
             traces += store.delete_traces(subject)
             store.forget_counters(subject)
-            store.append_audit(AuditEntry(to_micros(now) or 0, tenant_id,
-                                          subject_tag(store, subject), "admin", "ERASE", [],
-                                          f"erased {len(own)} records"))  # fmt: skip
+            store.append_audit(AuditEntry(to_micros(now) or 0, tenant_id, user_id, "admin",
+                                          "ERASE", [], f"erased {len(own)} records"))  # fmt: skip
+            store.forget_audit_subject(subject)
         traces += _purge(usage, ids, subject)
     _drop_copies(store, subject)
     outcome = _verify(store, tenant, ids, strings, subject)

@@ -249,6 +249,14 @@ class Store(Protocol):
         """Write a meta value."""
         ...
 
+    def audit_name(self, subject: Subject) -> str | None:
+        """The pseudonym naming ``subject`` in the audit log, if it has one."""
+        ...
+
+    def forget_audit_subject(self, subject: Subject) -> int:
+        """Delete the subject's pseudonym key (its audit entries become unlinkable)."""
+        ...
+
     def append_audit(self, entry: AuditEntry) -> str:
         """Chain and append an audit entry."""
         ...

@@ -280,6 +280,17 @@ CREATE UNIQUE INDEX records_one_active ON records (tenant_id, user_id, agent_id,
     WHERE key IS NOT NULL AND status = 'active' AND contested_with IS NULL;
 """
 
+# One random key per audited user (``store.pseudonyms``); deleting the row makes
+# the user's audit entries unlinkable.
+_AUDIT_SUBJECTS = """
+CREATE TABLE audit_subjects (
+    tenant_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    key BLOB NOT NULL,
+    PRIMARY KEY (tenant_id, user_id)
+) WITHOUT ROWID;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_meta", _META),
     ("0002_records", _RECORDS),
@@ -295,4 +306,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0012_trace_visibility", _TRACE_VISIBILITY),
     ("0013_forgotten", _FORGOTTEN),
     ("0014_one_active_version", _ONE_ACTIVE),
+    ("0015_audit_subjects", _AUDIT_SUBJECTS),
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import sqlite3
 import threading
 import weakref
@@ -28,6 +29,7 @@ from engram.store.audit import GENESIS, AuditEntry, AuditReport, entry_hash, ver
 from engram.store.lexicon import Bm25, LexicalPartition, LexicalRow, porter, query_terms
 from engram.store.partitions import PartitionCache, partitions_for
 from engram.store.predicate import NO_AGENT, NO_USER, OwnerSlot, Subject, Tenant, Visibility
+from engram.store.pseudonyms import is_pseudonym, pseudonym, pseudonymised
 from engram.store.ranking import Ranking, alive_top
 from engram.store.rows import COLUMNS, record_from_values, record_to_row, to_micros
 from engram.store.schema import MIGRATIONS
@@ -796,8 +798,36 @@ class SQLiteStore:
 
     # -- audit ------------------------------------------------------------------
 
+    def _audit_key(self, subject: Subject, create: bool) -> bytes | None:
+        """The subject's pseudonym key (``store.pseudonyms``), made on first use."""
+        cond, params = subject.sql("k")
+        if create:
+            self._run(
+                "INSERT INTO audit_subjects (tenant_id, user_id, key)"
+                " VALUES (:subj_tenant, :subj_user, :key) ON CONFLICT DO NOTHING",
+                {**params, "key": secrets.token_bytes(32)},
+            )
+        rows = self._rows((f"SELECT k.key FROM audit_subjects k WHERE {cond}", params))
+        return bytes(rows[0][0]) if rows else None
+
+    def audit_name(self, subject: Subject) -> str | None:
+        """How the audit log names ``subject`` now (None: never audited, or erased)."""
+        key = self._audit_key(subject, create=False)
+        return None if key is None else pseudonym(key, subject.tenant_id, subject.user_id)
+
+    def forget_audit_subject(self, subject: Subject) -> int:
+        """Delete the subject's pseudonym key: its audit entries become unlinkable."""
+        cond, params = subject.sql("k")
+        sql = f"DELETE FROM audit_subjects AS k WHERE {cond}"
+        return self._run(sql, params).rowcount
+
     def append_audit(self, entry: AuditEntry) -> str:
-        """Chain and append one audit entry; returns its hash."""
+        """Chain and append one audit entry, its user named by pseudonym; returns its
+        hash. Call inside the transaction of the change it records."""
+        if entry.user_id and not is_pseudonym(entry.user_id):
+            key = self._audit_key(Subject(entry.tenant_id, entry.user_id), create=True)
+            assert key is not None
+            entry = pseudonymised(entry, pseudonym(key, entry.tenant_id, entry.user_id))
         rows = self._rows(("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1", {}))
         prev = rows[0][0] if rows else GENESIS
         digest = entry_hash(prev, entry)
@@ -820,10 +850,18 @@ class SQLiteStore:
         return verify_chain(dict(row) for row in rows)
 
     def audit_entries(self, subject: Subject) -> list[dict[str, Any]]:
-        """A subject's audit entries, oldest first."""
-        cond, params = subject.sql("a")
-        rows = self._rows((f"SELECT * FROM audit a WHERE {cond} ORDER BY a.seq", params))
-        return [dict(row) for row in rows]
+        """A subject's audit entries, oldest first: those under its pseudonym, and any
+        written with its plain id before pseudonyms existed (migration 0015)."""
+        names = [subject.user_id]
+        if subject.user_id:
+            name = self.audit_name(subject)
+            names += [name] if name else []
+        found: list[dict[str, Any]] = []
+        for user in names:
+            cond, params = Subject(subject.tenant_id, user).sql("a")
+            rows = self._rows((f"SELECT * FROM audit a WHERE {cond} ORDER BY a.seq", params))
+            found += [dict(row) for row in rows]
+        return sorted(found, key=lambda row: int(row["seq"]))
 
     # -- derived index maintenance ----------------------------------------------
 
