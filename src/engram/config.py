@@ -49,8 +49,11 @@ class TypePolicy:
     """How one memory type behaves: its tier, decay, floor, retention and prompt section.
 
     ``half_life_days`` of ``None`` means the type does not decay with age (stable
-    facts such as a timezone). ``quota`` caps how many items of this type one
-    recall may select.
+    facts such as a timezone). ``quota`` shapes how many items of this type one
+    recall selects while other types compete (work-conserving: see the budget
+    stage). ``retention`` is how long a memory of the type is kept, counted from
+    its last write, confirmation or recall; ``stated_retention``, when set,
+    replaces it for what the user or an admin stated (``explicit_*`` authority).
     """
 
     tier: Tier
@@ -59,22 +62,29 @@ class TypePolicy:
     retention: Retention
     section: str
     quota: int = 3
+    stated_retention: Retention | None = None
+
+    def retention_for(self, authority: str) -> Retention:
+        """The default retention of a memory of this type with ``authority``: what
+        the user (or an admin) stated keeps ``stated_retention`` when one is set."""
+        stated = authority in ("explicit_user", "explicit_admin")
+        return self.stated_retention if stated and self.stated_retention else self.retention
 
 
 def default_types() -> Mapping[str, TypePolicy]:
     """The built-in type set (SPEC section 2); configuration may replace it."""
     sem, epi, proc, work = Tier.SEMANTIC, Tier.EPISODIC, Tier.PROCEDURAL, Tier.WORKING
-    long, med, perm = Retention.LONG_TERM, Retention.MEDIUM_TERM, Retention.PERMANENT
+    long, perm = Retention.LONG_TERM, Retention.PERMANENT
     return MappingProxyType(
         {
             "constraint": TypePolicy(sem, None, 0.5, perm, "constraints", 4),
             "rule": TypePolicy(sem, None, 0.5, perm, "constraints", 4),
-            "preference": TypePolicy(sem, 365.0, 0.5, long, "preferences", 3),
-            "profile": TypePolicy(sem, None, 0.5, long, "preferences", 3),
+            "preference": TypePolicy(sem, 365.0, 0.5, long, "preferences", 3, perm),
+            "profile": TypePolicy(sem, None, 0.5, long, "preferences", 3, perm),
             "decision": TypePolicy(sem, 180.0, 0.5, long, "decisions", 3),
             "fact": TypePolicy(sem, 365.0, 0.4, long, "preferences", 4),
-            "episode": TypePolicy(epi, 60.0, 0.3, med, "episodes", 3),
-            "incident": TypePolicy(epi, 45.0, 0.3, med, "episodes", 2),
+            "episode": TypePolicy(epi, 60.0, 0.3, long, "episodes", 3),
+            "incident": TypePolicy(epi, 45.0, 0.3, long, "episodes", 2),
             "summary": TypePolicy(epi, 90.0, 0.3, long, "episodes", 2),
             "procedure": TypePolicy(proc, 120.0, 0.4, perm, "procedures", 2),
             "task_state": TypePolicy(work, 2.0, 0.0, Retention.SESSION, "task_state", 3),

@@ -56,6 +56,7 @@ from engram.types import (
     Status,
     Turn,
     WriteResult,
+    as_seen,
     parse_enum,
 )
 from engram.write import corrections
@@ -369,9 +370,11 @@ class Engram:
         self._usage.flush()
 
     def get(self, ctx: Context, memory_id: str) -> Record:
-        """One memory by id; ``NotFound`` when it is not visible to ``ctx``."""
+        """One memory by id; ``NotFound`` when it is not visible to ``ctx``. A memory
+        past its retention reads as ``expired`` (as in ``list``, ``history`` and
+        ``export``; recall never selects it)."""
         _, vis = self._visible(ctx)
-        return self._record(vis, memory_id)
+        return as_seen(self._record(vis, memory_id), self.clock.now())
 
     def list(
         self, ctx: Context, type: str | None = None,
@@ -390,19 +393,23 @@ class Engram:
             raise InvalidArgument("offset must be a non-negative integer")
         if not 0 <= offset <= limits.MAX_OFFSET:
             raise InvalidArgument(f"offset must be between 0 and {limits.MAX_OFFSET}")
-        return self.store.listing(vis, type, _statuses(status), limit, offset)
+        now = self.clock.now()
+        rows = self.store.listing(vis, type, _statuses(status), limit, offset, to_micros(now))
+        return [as_seen(r, now) for r in rows]
 
     def history(self, ctx: Context, memory_id: str) -> builtins.list[Record]:
         """The version chain through a memory, oldest first."""
         _, vis = self._visible(ctx)
         record = self._record(vis, memory_id)
-        return self.store.history(vis, record.id)
+        now = self.clock.now()
+        return [as_seen(r, now) for r in self.store.history(vis, record.id)]
 
     def export(self, ctx: Context) -> builtins.list[dict[str, Any]]:
         """The caller's own memories (not the tenant's global ones) in every status, with
         version links, as plain rows."""
         _, vis = self._visible(ctx)
-        return export_rows(r for r in self.store.export(vis) if r.scope != GLOBAL)
+        now = self.clock.now()
+        return export_rows(as_seen(r, now) for r in self.store.export(vis) if r.scope != GLOBAL)
 
     def import_records(self, ctx: Context, rows: Sequence[Mapping[str, Any]]) -> ImportReport:
         """Import exported rows under ``ctx``'s ownership (ids re-issued, links kept)."""

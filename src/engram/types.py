@@ -26,6 +26,7 @@ __all__ = [
     "Tier",
     "Turn",
     "WriteResult",
+    "as_seen",
     "parse_enum",
 ]
 
@@ -280,3 +281,13 @@ class Proposal:
     retention: Retention | None = None
     importance: float = 0.5
     private: bool = False
+
+
+def as_seen(record: Record, now: datetime) -> Record:
+    """``record`` as callers see it at ``now``: an active or disputed memory past its
+    retention (``expires_at``) is ``expired``. Storage keeps the stored status until
+    the lifecycle sweep removes the record; every read path reports this one."""
+    due = record.expires_at is not None and record.expires_at <= now
+    if due and record.status in (Status.ACTIVE, Status.DISPUTED):
+        return record.replace(status=Status.EXPIRED)
+    return record

@@ -53,9 +53,9 @@ class Store(Protocol):
 
     def listing(
         self, vis: Visibility, type_name: str | None, statuses: Sequence[str], limit: int,
-        offset: int = 0,
+        offset: int = 0, now_us: int | None = None,
     ) -> list[Record]:  # fmt: skip
-        """Visible records, newest first."""
+        """Visible records, newest first (statuses as of ``now_us`` when given)."""
         ...
 
     def history(self, vis: Visibility, record_id: str) -> list[Record]:

@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from engram.config import RETENTION_PERIODS
 from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
 from engram.store.rows import COLUMNS
 
@@ -81,16 +82,43 @@ def status_of(vis: Visibility, ids: Sequence[str], statuses: Sequence[str]) -> Q
     return sql, {**params, "ids": _json(ids), "statuses": _json(statuses)}
 
 
+def _renewal() -> str:
+    """SQL for ``commit.renewed_expiry`` over ``records``: an access at ``:now``
+    restarts the retention period (never shortens it; permanent stays NULL)."""
+    arms = " ".join(
+        f"WHEN '{retention.value}' THEN {int(period.total_seconds() * 1_000_000)}"
+        for retention, period in RETENTION_PERIODS.items() if period is not None
+    )  # fmt: skip
+    return (
+        "CASE WHEN expires_at IS NULL THEN NULL"
+        f" ELSE max(expires_at, :now + CASE retention {arms} ELSE 0 END) END"
+    )
+
+
+RENEWED_EXPIRY = _renewal()
+
+# A record's status as callers see it at :now: an active or disputed record past its
+# retention reads as expired (until the lifecycle sweep removes it).
+EFFECTIVE_STATUS = (
+    "CASE WHEN r.status IN ('active', 'disputed') AND r.expires_at IS NOT NULL"
+    " AND r.expires_at <= :now THEN 'expired' ELSE r.status END"
+)
+
+
 def listing(
-    vis: Visibility, type_name: str | None, statuses: Sequence[str], limit: int, offset: int
-) -> Query:
-    """Visible records, newest first, optionally of one type."""
+    vis: Visibility, type_name: str | None, statuses: Sequence[str], limit: int, offset: int,
+    now_us: int | None = None,
+) -> Query:  # fmt: skip
+    """Visible records, newest first, optionally of one type; statuses as of ``now_us``
+    (stored statuses when it is None)."""
     cond, params = vis.sql()
+    status = _STATUS if now_us is None else _STATUS.replace("r.status", EFFECTIVE_STATUS, 1)
     sql = (
-        f"{SELECT} WHERE {cond} AND {_STATUS} AND (:type IS NULL OR r.type = :type)"
+        f"{SELECT} WHERE {cond} AND {status} AND (:type IS NULL OR r.type = :type)"
         " ORDER BY r.created_at DESC, r.id DESC LIMIT :limit OFFSET :offset"
     )
-    extra = {"statuses": _json(statuses), "type": type_name, "limit": limit, "offset": offset}
+    extra = {"statuses": _json(statuses), "type": type_name, "limit": limit, "offset": offset,
+             "now": now_us}  # fmt: skip
     return sql, {**params, **extra}
 
 

@@ -315,9 +315,11 @@ class SQLiteStore:
         statuses: Sequence[str],
         limit: int,
         offset: int = 0,
+        now_us: int | None = None,
     ) -> list[Record]:
-        """Visible records newest first."""
-        return self._records(queries.listing(vis, type_name, statuses, limit, offset))
+        """Visible records newest first; with ``now_us``, filtered by the status they
+        have then (an active record past its retention is expired)."""
+        return self._records(queries.listing(vis, type_name, statuses, limit, offset, now_us))
 
     def history(self, vis: Visibility, record_id: str) -> list[Record]:
         """The visible version chain through ``record_id``, oldest first."""
@@ -729,14 +731,16 @@ class SQLiteStore:
         porter.cache_clear()
 
     def touch(self, touches: Sequence[tuple[Visibility, Sequence[str], int]]) -> None:
-        """Count one access of each visible record in each ``(vis, ids, now_us)``: one
+        """Count one access of each visible record in each ``(vis, ids, now_us)`` (and
+        restart its retention period: retention counts from the last access); one
         prepared statement per predicate shape, run for every touch (a background
         flush writes a second's recalls at once, so it holds the GIL briefly)."""
         batches: dict[str, list[dict[str, Any]]] = {}
         for vis, ids, now_us in touches:
             cond, params = vis.sql()
             sql = (
-                "UPDATE records SET access_count = access_count + 1, last_accessed_at = :now"
+                "UPDATE records SET access_count = access_count + 1, last_accessed_at = :now,"
+                f" expires_at = {queries.RENEWED_EXPIRY}"
                 " WHERE rowid IN (SELECT r.rowid FROM json_each(:ids) j CROSS JOIN records r"
                 f" ON r.id = j.value WHERE {cond})"
             )

@@ -22,7 +22,7 @@ from engram.store.rows import to_micros
 from engram.types import Operation, Proposal, Record, Status, WriteResult
 from engram.write.decide import Decision
 
-__all__ = ["Owner", "commit", "new_record"]
+__all__ = ["Owner", "commit", "new_record", "renewed_expiry"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +48,7 @@ def new_record(
     """The version ``decision`` creates, linked to what it supersedes or contests."""
     assert decision.new_status is not None
     policy = config.policy(proposal.type)
-    retention = proposal.retention or policy.retention
+    retention = proposal.retention or policy.retention_for(proposal.authority)
     period = RETENTION_PERIODS[retention]
     previous = decision.supersede[0] if decision.supersede else None
     return Record(
@@ -115,6 +115,15 @@ def _apply_links(store: Store, decision: Decision, new: Record | None, now: date
                                    updated_at=now))  # fmt: skip
 
 
+def renewed_expiry(record: Record, now: datetime) -> datetime | None:
+    """When ``record`` expires if it is confirmed or recalled at ``now``: retention
+    counts from the last confirmation or access, never shortened."""
+    period = RETENTION_PERIODS[record.retention]
+    if record.expires_at is None or period is None:
+        return record.expires_at
+    return max(record.expires_at, now + period)
+
+
 def _confirmed(record: Record, proposal: Proposal, now: datetime, retired: bool) -> Record:
     observed = max(record.observed_at, proposal.observed_at or now)
     return record.replace(
@@ -122,6 +131,7 @@ def _confirmed(record: Record, proposal: Proposal, now: datetime, retired: bool)
         observed_at=observed,
         updated_at=now,
         contested_with=None if retired else record.contested_with,
+        expires_at=renewed_expiry(record, now),
     )
 
 

@@ -1,0 +1,102 @@
+"""Retention is one honest state: past it, a memory reads as expired everywhere.
+
+Explicit preferences, profile facts, constraints and rules are permanent until
+changed; other memories are kept for their type's retention counted from the
+last write, confirmation or recall.
+"""
+
+from __future__ import annotations
+
+import pytest
+from tests.conftest import OpenMem
+
+from engram import Budget, Context, Engram, FrozenClock, Retention, Status
+
+BIG = Budget(max_items=10, max_tokens=10_000)
+
+
+def _mem(store_url: str, open_mem: OpenMem, clock: FrozenClock) -> Engram:
+    return open_mem(store_url, clock=clock)
+
+
+@pytest.mark.parametrize("type_name", ["preference", "profile", "constraint", "rule"])
+def test_what_the_user_states_is_kept_until_changed(
+    store_url: str, open_mem: OpenMem, clock: FrozenClock, ctx: Context, type_name: str
+) -> None:
+    mem = _mem(store_url, open_mem, clock)
+    written = mem.remember(ctx, "Always answer in British English spelling.", type=type_name)
+    assert written.record is not None
+    assert written.record.retention == Retention.PERMANENT
+    assert written.record.expires_at is None
+    clock.advance(days=3 * 365)
+    assert mem.get(ctx, written.record.id).status == Status.ACTIVE
+    result = mem.recall(ctx, "Which spelling should answers use, British English?", budget=BIG)
+    assert written.record.id in result.ids
+
+
+def test_an_inferred_preference_expires_and_reads_as_expired_everywhere(
+    store_url: str, open_mem: OpenMem, clock: FrozenClock, ctx: Context
+) -> None:
+    mem = _mem(store_url, open_mem, clock)
+    written = mem.remember(ctx, "Seems to like jazz playlists while coding.", type="preference",
+                           authority="model_inference", confidence=0.6)  # fmt: skip
+    assert written.record is not None
+    record_id = written.record.id
+    assert written.record.retention == Retention.LONG_TERM
+    clock.advance(days=366)
+    assert mem.get(ctx, record_id).status == Status.EXPIRED
+    assert record_id not in {r.id for r in mem.list(ctx)}  # status="active" by default
+    assert record_id in {r.id for r in mem.list(ctx, status="expired")}
+    assert record_id in {r.id for r in mem.list(ctx, status=None)}
+    assert {row["id"]: row["status"] for row in mem.export(ctx)}[record_id] == "expired"
+    assert [r.status for r in mem.history(ctx, record_id)] == [Status.EXPIRED]
+    result = mem.recall(ctx, "What music does the user like while coding? jazz", budget=BIG)
+    assert record_id not in result.ids
+
+
+def test_episodes_last_a_year_from_their_last_recall(
+    store_url: str, open_mem: OpenMem, clock: FrozenClock, ctx: Context
+) -> None:
+    mem = _mem(store_url, open_mem, clock)
+    kept = mem.remember(ctx, "We debugged the flaky Kafka consumer rebalancing together.",
+                        type="episode")  # fmt: skip
+    clock.advance(days=2)  # not the same conversation: no context link between them
+    left = mem.remember(ctx, "We picked a font pairing for the landing page.", type="episode")
+    assert kept.record is not None
+    assert left.record is not None
+    clock.advance(days=298)
+    result = mem.recall(ctx, "the flaky Kafka consumer rebalancing", budget=BIG)
+    assert kept.record.id in result.ids
+    assert left.record.id not in result.ids
+    mem.flush()
+    clock.advance(days=200)  # about 500 days after writing, 200 after the recall
+    assert mem.get(ctx, kept.record.id).status == Status.ACTIVE
+    assert mem.get(ctx, left.record.id).status == Status.EXPIRED
+    assert kept.record.id in mem.recall(ctx, "Kafka consumer rebalancing", budget=BIG).ids
+
+
+def test_a_confirmation_restarts_retention(
+    store_url: str, open_mem: OpenMem, clock: FrozenClock, ctx: Context
+) -> None:
+    mem = _mem(store_url, open_mem, clock)
+    text = "We agreed the staging cluster is rebuilt every Sunday."
+    first = mem.remember(ctx, text, type="episode")
+    assert first.record is not None
+    clock.advance(days=360)
+    again = mem.remember(ctx, text, type="episode")
+    assert again.operation == "CONFIRM"
+    clock.advance(days=30)
+    assert mem.get(ctx, first.record.id).status == Status.ACTIVE
+    clock.advance(days=400)
+    assert mem.get(ctx, first.record.id).status == Status.EXPIRED
+
+
+def test_an_explicit_retention_still_wins(
+    store_url: str, open_mem: OpenMem, clock: FrozenClock, ctx: Context
+) -> None:
+    mem = _mem(store_url, open_mem, clock)
+    written = mem.remember(ctx, "Prefers the dark theme this week.", type="preference",
+                           retention="short_term")  # fmt: skip
+    assert written.record is not None
+    clock.advance(days=8)
+    assert mem.get(ctx, written.record.id).status == Status.EXPIRED
