@@ -39,7 +39,7 @@ PEM = (
         pytest.param("The db config says password=Tr0ub4dor&3x", "secret", id="password"),
         pytest.param("Pay with card 4111 1111 1111 1111 please.", "secret", id="card"),
         pytest.param(f"Deploy key:\n{PEM}", "secret", id="pem-private-key"),
-        pytest.param("Write to me at jane.doe@example.com", "consent_basis", id="email"),
+        pytest.param("Write to me at jane.doe@acme-corp.eu", "consent_basis", id="email"),
         pytest.param("My phone number is +44 20 7946 0958", "consent_basis", id="phone"),
     ],
 )
@@ -65,7 +65,7 @@ def test_rejection_reasons_never_echo_the_secret(mem: Engram, ctx: Context) -> N
 
 
 @pytest.mark.parametrize(
-    "content", ["Write to me at jane.doe@example.com", "My phone number is +44 20 7946 0958"]
+    "content", ["Write to me at jane.doe@acme-corp.eu", "My phone number is +44 20 7946 0958"]
 )
 def test_personal_data_with_a_consent_basis_is_kept_with_raised_sensitivity(
     mem: Engram, ctx: Context, content: str
