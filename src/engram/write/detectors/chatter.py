@@ -21,14 +21,16 @@ _CHATTER_WORDS = frozenset(
     indeed agreed same me too makes sense that this sorry my bad whatever nevermind nvm wait sec
     one moment hold on please plz pls""".split()
 )
-_WORD = re.compile(r"[a-z']+|\d+")
+# Words in any script: a turn in Cyrillic or Chinese is not "only punctuation".
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)*|\d+")
 
 
 def is_transient_chatter(text: str) -> bool:
     """True for content-free turns: greetings, thanks, acknowledgements, laughter.
 
     A turn is chatter when it is short and every word is a chatter word; text that
-    is only punctuation or emoji is chatter too. Numbers are never chatter.
+    is only punctuation or emoji is chatter too. Numbers are never chatter, and
+    neither are words of other scripts (they are not in the English chatter list).
     """
     words = _WORD.findall(clean(text).lower())
     if len(words) > 8:

@@ -26,14 +26,15 @@ _START = r"(?:^|\n|[.!?;:]\s+)\s*(?:[-*>\u2022]\s*|\d+[.)]\s*)?(?:please\s+)?"
 
 _STRONG_EN = (
     rf"\b(?:ignore|disregard|forget|override|bypass|skip)\b(?:\s+\S+){{0,4}}?\s+{_RULES}\b",
-    r"\byou(?:\s+are|'re)\s+now\b|\bsystem\s+prompt\b|\bjailbreak|\b(?:dan|developer)\s+mode\b",
+    r"\byou(?:\s+are|'re)\s+now\b|\bjailbreak|\bdan\s+mode\b|\b(?:enter|enable|activate"
+    r"|switch\s+(?:in)?to|you(?:'re|\s+are)\s+(?:now\s+)?in)\s+(?:the\s+)?(?:developer|god)\s+mode\b",
     r"\bfrom\s+now\s+on\b,?\s+(?:you|always|never|do\s+not|don't|only|respond|answer|reply)\b",
     r"\b(?:new|updated|real|hidden|secret)\s+instructions?\s*[:-]",
     r"\bhere\s+are\s+your\s+(?:new\s+)?instructions\b",
     r"\byour\s+(?:new\s+|real\s+)?(?:instructions|task|role|goal|purpose)\s+(?:is|are)\b",
     r"\bpretend\s+(?:to\s+be|you\s+are)\b|\broleplay\s+as\b",
     rf"\b(?:send|forward|email|upload|post|leak|exfiltrate)\b.{{0,50}}\b{_LOOT}\b.{{0,50}}\bto\b",
-    rf"\b(?:reveal|print|show|repeat|output|leak|dump)\s+(?:\w+\s+){{0,3}}(?:{_LOOT}|instructions)\b",
+    rf"\b(?:reveal|print|show|repeat|output|leak|dump)\s+(?:\w+\s+){{0,3}}(?:{_LOOT}|instructions|(?:system\s+)?prompt)\b",
     rf"\b(?:note|message|instructions?)\s+(?:to|for)\s+(?:the\s+)?{_AI}\b",
     rf"\bif\s+you\s+are\s+an?\s+{_AI}\b",
     r"(?:^|\n)\s*(?:system|assistant|developer)\s*:|</?(?:system|instructions?)>",

@@ -34,10 +34,8 @@ _TAGS = re.compile("[\U000e0020-\U000e007e]+")
 
 # Cyrillic, Greek, IPA and small-capital letters that render like Latin ones.
 _CONFUSABLES = str.maketrans(
-    "аеорсухіјѕԁһԛԝӏɡοαντιεκρυχμηωβϲϳɩɪʀʏᴀᴄᴅᴇᴊᴋᴍᴏᴘᴛᴜᴠᴡᴢıɑ"
-    "АВЕКМНОРСТХІЈЅԚԜΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
-    "aeopcyxijsdhqwlgoavtiekpuxunwbcjiiryacdejkmoptuvwzia"
-    "ABEKMHOPCTXIJSQWABEZHIKMNOPTYX",
+    "аеорсухіјѕԁһԛԝӏɡοαντιεκρυχμηωβϲϳɩɪʀʏᴀᴄᴅᴇᴊᴋᴍᴏᴘᴛᴜᴠᴡᴢıɑАВЕКМНОРСТХІЈЅԚԜΑΒΕΖΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijsdhqwlgoavtiekpuxunwbcjiiryacdejkmoptuvwziaABEKMHOPCTXIJSQWABEZHIKMNOPTYX",
 )
 _LEET = str.maketrans("0134578@$!|", "oieastbasil")
 _LEET_WORD = re.compile(r"\b(?=\w*[a-z])(?=\w*[0-9@$!|])[\w@$!|]{3,}", re.IGNORECASE)

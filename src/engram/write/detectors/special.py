@@ -71,7 +71,7 @@ _HEALTH_EN = (
     rf"|on\s+{_MEDICATION})\b",
     rf"\bI(?i:\s*{_HAVE}\s+{_DEGREE}{_CONDITION})\b",
     rf"\bI(?i:\s+{_TAKE}\s+{_MEDICATION})\b",
-    rf"(?i:\bmy\s+(?:{_CARER}|{_MY_CONDITION}))\b",
+    rf"(?i:\bmy\s+(?:{_CARER}|{_MY_CONDITION})){_E}",
     rf"(?i:\b{_KIN}\s+(?:has|had|is\s+battling|is\s+living\s+with|suffers\s+from"
     rf"|was\s+treated\s+for)\s+{_DEGREE}{_CONDITION})\b",
 )
