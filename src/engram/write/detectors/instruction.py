@@ -26,12 +26,14 @@ _START = r"(?:^|\n|[.!?;:]\s+)\s*(?:[-*>\u2022]\s*|\d+[.)]\s*)?(?:please\s+)?"
 
 _STRONG_EN = (
     rf"\b(?:ignore|disregard|forget|override|bypass|skip)\b(?:\s+\S+){{0,4}}?\s+{_RULES}\b",
-    r"\byou(?:\s+are|'re)\s+now\b|\bjailbreak|\bdan\s+mode\b|\b(?:enter|enable|activate"
+    r"\byou(?:\s+are|'re)\s+now\s+(?:an?\s|the\s|my\s|called|named|free|no\s+longer|unrestricted"
+    r"|jailbroken|dan\b|acting|operating|playing|in\s+\w+\s+mode)|\bjailbreak|\bdan\s+mode\b|\b(?:enter|enable|activate"
     r"|switch\s+(?:in)?to|you(?:'re|\s+are)\s+(?:now\s+)?in)\s+(?:the\s+)?(?:developer|god)\s+mode\b",
     r"\bfrom\s+now\s+on\b,?\s+(?:you|always|never|do\s+not|don't|only|respond|answer|reply)\b",
     r"\b(?:new|updated|real|hidden|secret)\s+instructions?\s*[:-]",
     r"\bhere\s+are\s+your\s+(?:new\s+)?instructions\b",
-    r"\byour\s+(?:new\s+|real\s+)?(?:instructions|task|role|goal|purpose)\s+(?:is|are)\b",
+    r"\byour\s+(?:new|real|true|actual|only)\s+(?:instructions|task|role|goal|purpose|job)\s+"
+    r"(?:is|are)\b|\byour\s+(?:task|role|goal|purpose|job)\s+is\s+now\b",
     r"\bpretend\s+(?:to\s+be|you\s+are)\b|\broleplay\s+as\b",
     rf"\b(?:send|forward|email|upload|post|leak|exfiltrate)\b.{{0,50}}\b{_LOOT}\b.{{0,50}}\bto\b",
     rf"\b(?:reveal|print|show|repeat|output|leak|dump)\s+(?:\w+\s+){{0,3}}(?:{_LOOT}|instructions|(?:system\s+)?prompt)\b",
@@ -104,8 +106,18 @@ _SQUEEZED = (
     r"|systemprompt|youarenow|developermode|jailbreak|newinstructions"
 )
 
-_STRONG = re.compile("|".join(_STRONG_EN + _STRONG_EU + _STRONG_OTHER + (_SQUEEZED,)), _I)
-_ANY = re.compile("|".join(_STRONG_EN + _STRONG_EU + _STRONG_OTHER + _BROAD), _I)
+_STRONG = re.compile("|".join(_STRONG_EN + _STRONG_EU + (_SQUEEZED,)), _I)
+_ANY = re.compile("|".join(_STRONG_EN + _STRONG_EU + _BROAD + (_SQUEEZED,)), _I)
+# Cyrillic, CJK and kana patterns, asked only of views that hold such letters.
+_OTHER = re.compile("|".join(_STRONG_OTHER), _I)
+_NON_LATIN = re.compile("[\u0400-\u04ff\u3040-\u30ff\u4e00-\u9fff]")
+
+
+def _matches(pattern: re.Pattern[str], view: str) -> bool:
+    """The view matches ``pattern``, or holds non-Latin letters and an ``_OTHER`` phrase."""
+    if pattern.search(view):
+        return True
+    return _NON_LATIN.search(view) is not None and _OTHER.search(view) is not None
 
 
 def looks_like_instruction(text: str) -> bool:
@@ -117,4 +129,4 @@ def looks_like_instruction(text: str) -> bool:
     The escaped memory block of recall stays the second line of defence.
     """
     plain, derived = views(text)
-    return any(_ANY.search(view) for view in plain) or any(_STRONG.search(v) for v in derived)
+    return any(_matches(_ANY, view) for view in plain) or any(_STRONG.search(v) for v in derived)

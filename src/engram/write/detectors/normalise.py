@@ -115,21 +115,22 @@ def decoded_segments(text: str) -> list[str]:
 def views(text: str) -> tuple[list[str], list[str]]:
     """Readings of ``text``: ``(plain, derived)``.
 
-    ``plain`` holds the cleaned text, its Latin fold, its de-spaced and de-leeted forms
-    and any decoded segments (each cleaned and folded too); every pattern is asked of
-    them. ``derived`` holds readings that turn ordinary text into noise (rot13, the
-    letters-only squeeze of de-spaced text); only the specific injection phrases are
+    ``plain`` holds the cleaned text, its Latin fold, its de-spaced form and any decoded
+    segments (each cleaned and folded too); every pattern is asked of them. ``derived``
+    holds readings that turn ordinary text into noise (rot13, leetspeak read as letters,
+    the letters-only squeeze of de-spaced text); only the specific injection phrases are
     asked of them, so noise cannot trip the broad imperative patterns.
     """
     base = clean(text)
     latin = fold(base)
     spaced = despace(latin)
-    plain = [base, latin, unleet(latin)]
+    plain = [base, latin]
     if spaced != latin:
-        plain += [spaced, unleet(spaced)]
+        plain.append(spaced)
     for segment in decoded_segments(text):
         plain += [clean(segment), fold(clean(segment))]
-    derived = [codecs.encode(latin, "rot13")]
+    derived = [codecs.encode(latin, "rot13"), unleet(spaced)]
     if spaced != latin:
         derived.append(re.sub(r"[^a-z]", "", spaced.lower()))
-    return list(dict.fromkeys(plain)), derived
+    plain = list(dict.fromkeys(plain))
+    return plain, [view for view in dict.fromkeys(derived) if view not in plain]

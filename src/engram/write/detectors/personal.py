@@ -2,8 +2,9 @@
 
 Checksums (IBAN mod-97) and issued ranges (SSN) keep a pattern from flagging every
 long number. Addresses at the domains RFC 2606 and RFC 6761 reserve for examples and
-tests (``example.com``, ``*.test``, ``*.invalid``, ``*.localhost``, ``*.example``) and
-no-reply mailboxes belong to nobody, so they are not personal data. Special-category
+tests (``example.com``, ``*.test``, ``*.invalid``, ``*.localhost``, ``*.example``),
+no-reply and role mailboxes (``support@``, ``feedback@``) and placeholder phone numbers
+(``+1234567890``) belong to no one, so they are not personal data. Special-category
 data (health, religion ... see ``special``) is personal data too and is reported here.
 """
 
@@ -28,7 +29,13 @@ _RESERVED_DOMAIN = re.compile(
     r"|(?:your|my)-?(?:domain|company|site|email|mail)\.[a-z]+|domain\.tld)$",
     re.IGNORECASE,
 )
-_NOBODY = re.compile(r"^(?:no-?reply|do-?not-?reply)(?:[+.].*)?$", re.IGNORECASE)
+# No-reply and role mailboxes of organisations (GDPR: not data about a natural person).
+_NOBODY = re.compile(
+    r"^(?:no-?reply|do-?not-?reply|info|support|feedback|contact|sales|hello|help|admin|office"
+    r"|team|press|billing|privacy|security|abuse|postmaster|webmaster|hr|jobs|careers)"
+    r"(?:[+.].*)?$",
+    re.IGNORECASE,
+)
 
 
 def _is_iban(compact: str) -> bool:
@@ -53,8 +60,13 @@ def _is_ssn(value: str) -> bool:
 
 
 def _phone_digits_ok(value: str) -> bool:
-    """9 to 15 digits: fewer is a short code or a date, more exceeds E.164."""
-    return 9 <= sum(c.isdigit() for c in value) <= 15
+    """9 to 15 digits, not a placeholder run: fewer is a short code, more exceeds E.164.
+
+    ``+1234567890`` and ``000 000 0000`` are the stand-ins of forms and tutorials.
+    """
+    digits = "".join(c for c in value if c.isdigit())
+    placeholder = digits.startswith(("123456789", "987654321")) or len(set(digits)) < 3
+    return 9 <= len(digits) <= 15 and not placeholder
 
 
 def _is_national_phone(value: str) -> bool:

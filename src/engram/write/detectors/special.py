@@ -11,6 +11,7 @@ English, Spanish, French, German, Portuguese and Italian; accents are optional.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from engram.write.detectors.base import Finding, Rule, rule, scan
 
@@ -253,6 +254,53 @@ _DATE_OF_BIRTH = (
 )
 
 
+# Topic words (accent-free, lower case): a text holding none of them holds no disclosure,
+# so the patterns above are asked only of texts that do; most memories are skipped for the
+# price of one split. Prefixes match the start of a word, the short words whole words only.
+_TOPIC_PREFIXES = frozenset(
+    """diagnos therap psych oncolog counsel endocrin rheumat neurolog cardiolog medica prescri
+    illness disab chemo treated treatment cancer cancro leuk lymph tumo diab depres anxi ansied
+    angst panic ptsd bipol schiz esquiz epilep asthm crohn colitis scler parkin alzh dement arthri
+    lupus fibrom endome anorex bulim autis hepat herpes chlamy heart hypert blood insom migrain
+    covid celiac coeliac addict alcohol chronic hypoth apnea kidney cystic sickle antidep insul
+    metfor sertra zoloft prozac fluox lexap xanax escit lithium adder ritalin metha antiret
+    antips seroq wellb bupro levoth pregnan enceinte schwanger rehab remission seropos sieropos
+    krebs souffr leide terapeu psiqui psicol muslim musulm mucul christ cristian chretien cathol
+    catol cattol kathol jew juif juive judi jude ebre hindu buddh budis bouddh sikh mormon jehov
+    athe ateo atea ateu agnos protest evangel baptis methodis luther anglic quaker pagan wicca
+    orthodox islam judais church kirche messe mosq mezquit moschee synag sinago temple ramadan
+    kosher halal shabbat sabbath religi glaub lesb bisex bissex bisess queer pansex asex homosex
+    omosess heterosex straight schwul labour conserv libdem reform ukip green grun democrat republic
+    trump biden harris obama podemos psoe sumar morena melenchon macron rassemblement insoumise
+    socialis communis libertar liberal marxis anarch nationalis politi party izquierd derech
+    milit gauche droite mitglied links rechts sozialdemokrat konservativ black white asian hispan
+    latin arab roma indigen aborig biracial mixed african native pacific nations maori descent
+    ancestr heritage origin ethnic etnia racial negr gitan afrodes mestiz noir metis
+    autochton schwarz sinti romni afrodeutsch stammig migrationshintergrund address adress
+    direcc domicil avenida avda plaza paseo habite anschrift wohne endere indirizzo
+    reside born birth naci naiss nee geboren geburt nasci""".split()
+)
+_TOPIC_WORDS = frozenset(
+    """meds hiv vih aids sida adhd adhs ocd tdah asma pcos std sti prep hrt gay gai bi tory
+    tories dem dems snp gop afd cdu csu spd fdp linke bsw pp vox pan pri pen rn lfi eelv verts
+    mass misa lent vote voto dob nato nata lib race calle live""".split()
+)
+_TOPIC_LENGTHS = sorted({len(prefix) for prefix in _TOPIC_PREFIXES})
+
+
+def _has_topic(text: str) -> bool:
+    """Whether any word of the text is, or starts with, a topic word."""
+    folded = text if text.isascii() else "".join(
+        c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)
+    )
+    if "came out" in folded.lower():
+        return True
+    for word in set(re.findall(r"[^\W\d_]+", folded.lower())):
+        if word in _TOPIC_WORDS or any(word[:n] in _TOPIC_PREFIXES for n in _TOPIC_LENGTHS):
+            return True
+    return False
+
+
 def _rules(kind: str, patterns: tuple[str, ...], flags: int = 0) -> tuple[Rule, ...]:
     return tuple(rule(kind, pattern, flags=flags) for pattern in patterns)
 
@@ -276,4 +324,6 @@ def find_special_category(text: str) -> list[Finding]:
     be kept without a basis; the write policy treats these findings as personal data and
     raises sensitivity to HIGH for the Art. 9 kinds. The span is the disclosure itself.
     """
+    if not _has_topic(text):
+        return []
     return scan(_SPECIAL_RULES, "personal", text)

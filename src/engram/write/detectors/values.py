@@ -39,10 +39,10 @@ _NOT_A_VALUE = frozenset(
     " mine yours it its their his her our my your whatever something anything nothing protected"
     " sensitive private public encrypted hashed salted plaintext plain case sensitive".split()
 )
-# Prefixes of references and templates: $VAR, %(x)s, <token>, {{ secret }}, ****, !vault.
+# Prefixes of references, templates and password hashes: $VAR, <token>, {{ x }}, pbkdf2:...
 _REFERENCE = re.compile(
     r"^(?:[$%<{\[*!#@&]|\.{3}|os\.environ|os\.getenv|env\(|getenv|process\.env|ENV\[|config\.|"
-    r"settings\.|secrets\.|vault:|arn:|ssm:|op://)",
+    r"settings\.|secrets\.|vault:|arn:|ssm:|op://|(?:pbkdf2|scrypt|argon2id?|bcrypt|sha\d+|md5)[:$])",
     _I,
 )
 # Markers no random token contains but every template does ("your", "example", "xxxx" ...).
@@ -58,7 +58,8 @@ _VOCABULARY = frozenset(
     " admin root user username login default dev development local prod production staging app"
     " db database private public super supersecret abc xyz new old temp tmp"
     " bot slack github openai stripe aws google sk pk live hook webhook bearer jwt session cookie"
-    " code pin mysecret mypassword secretkey apikey accesstoken authtoken changeit".split()
+    " code pin secretkey apikey accesstoken authtoken changeit secure strong wrong correct hashed"
+    " plain raw good bad valid invalid other another random simple weak example".split()
 )
 _WORD_PIECES = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _DOTTED = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)+$")
@@ -104,7 +105,16 @@ def is_placeholder(value: str) -> bool:
     pieces = _WORD_PIECES.findall(stripped)
     words = [p.lower() for p in pieces if not p.isdigit()]
     covered = sum(map(len, pieces)) + len(re.findall(r"[-_.: ]", stripped)) == len(stripped)
-    return bool(words) and covered and all(w in _VOCABULARY for w in words)
+    return bool(words) and covered and all(_descriptive(w) for w in words)
+
+
+def _descriptive(word: str) -> bool:
+    """The word is descriptive vocabulary, or runs such words together (``testpass``)."""
+    ends = {0}
+    for end in range(2, len(word) + 1):
+        if any(word[start:end] in _VOCABULARY for start in ends if end - start >= 2):
+            ends.add(end)
+    return len(word) in ends
 
 
 def is_code_expression(value: str) -> bool:
