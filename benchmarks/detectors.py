@@ -72,7 +72,7 @@ def run_chats(config: Config, data: Path, show: int) -> dict[str, Any]:
         for source in SOURCES:
             result = verdict(config, text.strip(), ref, source)
             counts.setdefault(f"{name}|{source}", Counter())[result.code] += 1
-            if result.code not in {"accepted", "oversized", "transient"}:
+            if show and result.code not in {"accepted", "oversized", "transient"}:
                 shown = examples.setdefault(f"{source}|{result.code}", [])
                 if len(shown) < show:
                     shown.append(f"{ref} [{result.reason}] {text[:160]!r}")

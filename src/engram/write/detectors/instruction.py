@@ -49,6 +49,14 @@ _STRONG_EU = (
     r"|esqueca|esquecam|dimentica|dimenticate|tralascia)\b(?:\s+\S+){0,4}?\s+(?:las\s+|as\s+|le\s+)?"
     r"(?:instrucciones|instrucoes|istruzioni|indicaciones|reglas|regras|regole|ordenes|prompt)\b",
     r"\bhaz\s+caso\s+omiso\b|\bnao\s+siga\s+as\s+instrucoes\b",
+    # "forget everything you were told" in en / es / fr / de / pt / it
+    r"\b(?:ignore|forget|disregard)\s+(?:everything|all)\s+(?:you\s+(?:were|have\s+been|'ve\s+been)"
+    r"\s+told|(?:written\s+)?above|before\s+this|prior|so\s+far)\b"
+    r"|\b(?:ignora|olvida|olvidate\s+de)\s+todo\s+lo\s+(?:anterior|que\s+te\s+(?:dijeron|han\s+dicho))"
+    r"|\b(?:ignore[rz]?|oublie[rz]?)\s+tout\s+ce\s+qu(?:i\s+precede|(?:e|')\s*(?:l')?on\s+"
+    r"(?:t'a|vous\s+a)\s+dit)|\b(?:vergiss|vergesst|ignoriere)\s+alles,?\s+(?:was|bisher|vorher"
+    r"|davor|oben)\b|\b(?:ignore|esqueca)\s+tudo\s+(?:o\s+que|acima|antes)\b"
+    r"|\b(?:ignora|dimentica)\s+tutto\s+(?:cio\s+che|quello\s+che|sopra|prima)\b",
     r"\b(?:a\s+partir\s+de\s+(?:ahora|agora)|d'ora\s+in\s+poi|da\s+ora\s+in\s+poi),?\s+(?:eres"
     r"|seras|responde|responderas|debes|siempre|nunca|voce|tu|sei|rispondi|devi|sempre|mai)\b",
     r"\b(?:ahora\s+eres|agora\s+voce\s+e|ora\s+sei|adesso\s+sei)\b",

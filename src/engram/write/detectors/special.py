@@ -58,7 +58,8 @@ _CARER = (
 _HAVE = (
     r"(?:have|'ve\s+got|have\s+got|suffer\s+from|live\s+with|am\s+living\s+with"
     r"|'m\s+living\s+with|struggle\s+with|was\s+treated\s+for|am\s+being\s+treated\s+for"
-    r"|'m\s+being\s+treated\s+for|'m\s+recovering\s+from|am\s+recovering\s+from|battled)"
+    r"|'m\s+being\s+treated\s+for|'m\s+recovering\s+from|am\s+recovering\s+from|battled"
+    r"|(?:have|'ve)\s+been\s+living\s+with|(?:have|'ve)\s+had|was\s+born\s+with)"
 )
 _DEGREE = r"(?:(?:a|an|chronic|severe|mild|clinical|stage\s+\w+|type\s+[12i]+|bad|early)\s+){0,3}"
 _MY_CONDITION = _CONDITION.replace(r"a\s+", "").replace(r"an\s+", "")
@@ -72,6 +73,7 @@ _HEALTH_EN = (
     rf"|on\s+{_MEDICATION})\b",
     rf"\bI(?i:\s*{_HAVE}\s+{_DEGREE}{_CONDITION})\b",
     rf"\bI(?i:\s+{_TAKE}\s+{_MEDICATION})\b",
+    r"\bI(?i:\s+(?:use|need)\s+a\s+(?:wheelchair|hearing\s+aid|prosthe\w+|cane\s+to\s+walk))\b",
     rf"(?i:\bmy\s+(?:{_CARER}|{_MY_CONDITION})){_E}",
     rf"(?i:\b{_KIN}\s+(?:has|had|is\s+battling|is\s+living\s+with|suffers\s+from"
     rf"|was\s+treated\s+for)\s+{_DEGREE}{_CONDITION})\b",
@@ -178,6 +180,8 @@ _POLITICAL = (
     r"|m[ée]lenchon)\b|\bje\s+suis\s+(?:de\s+gauche|de\s+droite|socialiste|communiste"
     r"|militante?\s+(?:au|[àa]|du|de\s+la))\b)",
     r"(?i:\bich\s+w[äa]hle\s+(?:die\s+|immer\s+)?(?:afd|cdu|csu|spd|fdp|gr[üu]nen|linke|bsw)\b"
+    r"|\bich\s+bin\s+(?:seit\s+\d{4}\s+)?(?:mitglied\s+)?(?:der|in\s+der)\s+(?:afd|cdu|csu|spd"
+    r"|fdp|gr[üu]nen|linken)\b"
     r"|\bich\s+bin\s+(?:mitglied\s+(?:der|in\s+der)\s+(?:afd|cdu|csu|spd|fdp|gr[üu]nen|linken)"
     r"|politisch\s+(?:links|rechts)|sozialdemokrat(?:in)?|konservativ)\b)",
 )
@@ -262,7 +266,8 @@ _TOPIC_PREFIXES = frozenset(
     illness disab chemo treated treatment cancer cancro leuk lymph tumo diab depres anxi ansied
     angst panic ptsd bipol schiz esquiz epilep asthm crohn colitis scler parkin alzh dement arthri
     lupus fibrom endome anorex bulim autis hepat herpes chlamy heart hypert blood insom migrain
-    covid celiac coeliac addict alcohol chronic hypoth apnea kidney cystic sickle antidep insul
+    covid celiac coeliac addict alcohol chronic hypoth apnea kidney cystic sickle wheelchair hearing
+    prosthe antidep insul
     metfor sertra zoloft prozac fluox lexap xanax escit lithium adder ritalin metha antiret
     antips seroq wellb bupro levoth pregnan enceinte schwanger rehab remission seropos sieropos
     krebs souffr leide terapeu psiqui psicol muslim musulm mucul christ cristian chretien cathol
