@@ -190,7 +190,7 @@ def test_export_import_round_trips_when_the_tenant_has_global_records(
 
 
 def test_consented_personal_data_survives_a_round_trip(mem: Engram, ctx: Context) -> None:
-    w = mem.remember(ctx, "Contact: jane.doe@example.com", type="profile",
+    w = mem.remember(ctx, "Contact: jane.doe@acme-corp.eu", type="profile",
                      consent_basis="user provided for notifications")  # fmt: skip
     assert w.operation == Operation.ADD
     rows = mem.export(ctx)
@@ -200,7 +200,7 @@ def test_consented_personal_data_survives_a_round_trip(mem: Engram, ctx: Context
     assert report.imported == 1
     (copy,) = mem.export(target)
     assert (copy["content"], copy["consent_basis"], copy["sensitivity"]) == (
-        "Contact: jane.doe@example.com",
+        "Contact: jane.doe@acme-corp.eu",
         "user provided for notifications",
         "medium",
     )
@@ -220,7 +220,7 @@ def test_import_keeps_disputed_rows_disputed(mem: Engram, ctx: Context) -> None:
 def test_import_applies_the_personal_data_policy_to_forged_rows(mem: Engram, ctx: Context) -> None:
     mem.remember(ctx, "Prefers morning meetings.")
     (row,) = mem.export(ctx)
-    email = "Reach me at jane.doe@example.com"
+    email = "Reach me at jane.doe@acme-corp.eu"
     consented = {**row, "id": "a", "content": email, "sensitivity": "low", "consent_basis": "asked"}
     unconsented = {**row, "id": "b", "content": email, "sensitivity": "low", "consent_basis": None}
     target = dataclasses.replace(ctx, user_id="u2")

@@ -177,7 +177,8 @@ def test_forgetting_drops_derived_copies_and_cached_words(
 ) -> None:
     mem = open_engine(tmp_path / "e.db")
     vis = Visibility.of(resolve(ctx))
-    source = mem.remember(ctx, "my diagnosis is xyzzyplasia", type="fact").record
+    source = mem.remember(ctx, "my diagnosis is xyzzyplasia", type="fact",
+                          consent_basis="the user asked us to keep it").record  # fmt: skip
     assert source is not None
     derived = mem.remember_global(ctx.tenant_id, "summary: a user has xyzzyplasia", type="fact",
                                   source={"kind": "consolidation", "ref": None,
