@@ -62,6 +62,7 @@ from engram.types import (
 from engram.write import corrections
 from engram.write.commit import Owner
 from engram.write.index import RebuildReport, rebuild
+from engram.write.ownership import owning_agent
 from engram.write.path import WritePath
 from engram.write.proposal import build_proposal, check_iterable, check_turns, proposal_fields
 from engram.write.propose import Proposer, RuleProposer
@@ -231,19 +232,20 @@ class Engram:
     ) -> builtins.list[WriteResult]:
         """Prepare each target's proposals with no lock held, then commit them all in
         one transaction (decisions read the slots there)."""
-        groups: dict[str, list[int]] = {}
-        for index, (target, _) in enumerate(chunk):
-            groups.setdefault(target, []).append(index)
+        groups: dict[tuple[str, str], list[int]] = {}
+        for index, (target, proposal) in enumerate(chunk):
+            slot = (target, owning_agent(scope.agent_id, proposal))
+            groups.setdefault(slot, []).append(index)
         prepared = {
-            target: self._writer.prepare([chunk[i][1] for i in indexes])
-            for target, indexes in groups.items()
+            slot: self._writer.prepare([chunk[i][1] for i in indexes])
+            for slot, indexes in groups.items()
         }
         results: dict[int, WriteResult] = {}
         with self.store.transaction():
-            for target, indexes in groups.items():
-                owner = Owner(scope.tenant_id, scope.user_id, scope.agent_id or NO_AGENT,
-                              target, _actor(scope))  # fmt: skip
-                written = self._writer.commit_prepared(owner, prepared[target], when)
+            for (target, agent), indexes in groups.items():
+                owner = Owner(scope.tenant_id, scope.user_id, agent, target, _actor(scope),
+                              scope.agent_id or NO_AGENT)  # fmt: skip
+                written = self._writer.commit_prepared(owner, prepared[(target, agent)], when)
                 results.update(zip(indexes, written, strict=True))
         return [results[i] for i in range(len(chunk))]
 

@@ -281,6 +281,7 @@ class Proposal:
     retention: Retention | None = None
     importance: float = 0.5
     private: bool = False
+    agent_scope: str | None = None  # "user", "agent", or None for the default rule
 
 
 def as_seen(record: Record, now: datetime) -> Record:

@@ -58,7 +58,7 @@ def test_remember_adds_a_record_with_every_spec_field(
     assert {f.name for f in dataclasses.fields(Record)} >= SPEC_FIELDS
     assert isinstance(r.id, str)
     assert r.id
-    assert (r.tenant_id, r.user_id, r.agent_id) == ("acme", "u1", "coder")
+    assert (r.tenant_id, r.user_id, r.agent_id) == ("acme", "u1", None)  # the user's own
     assert r.scope == "repo:r1"
     assert r.tier is Tier.SEMANTIC
     assert r.type == "constraint"

@@ -11,6 +11,7 @@ context names, bound to no agent or to the caller's agent; or tenant-wide
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -144,6 +145,9 @@ def populate(mem: Engram, plan: list[Write], edits: list[tuple[int, str]]) -> Wo
             owner = Owner(w.tenant, w.user, w.agent, w.scope, w.key, frozenset(w.words))
         assert result.record is not None, result.reason
         record = result.record
+        if w.user and w.agent and record.agent_id is None:  # took the user's own version's
+            owner = dataclasses.replace(owner, agent=None)  # place (write.path._inherited)
+            assert result.superseded or result.related
         actual = (record.tenant_id, record.user_id, record.agent_id, record.scope)
         assert actual == (owner.tenant, owner.user, owner.agent, owner.scope)
         world.owners.setdefault(record.id, owner)

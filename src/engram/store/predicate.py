@@ -195,18 +195,32 @@ class OwnerSlot:
     user_id: str
     agent_id: str
     scope: str
+    writer_agent: str = NO_AGENT
 
     def sql(self, alias: str = "r") -> tuple[str, dict[str, Any]]:
         """Exactly this slot."""
+        return self._render(alias, f"{alias}.agent_id = :slot_agent")
+
+    def key_sql(self, alias: str = "r") -> tuple[str, dict[str, Any]]:
+        """The versions (and duplicates) a write to this slot meets: the slot, the
+        user's own (agent-independent) records of the scope and the writing agent's.
+        So an agent's inference meets what the user stated, and what the user states
+        through an agent replaces what that agent held; never another agent's
+        memories, whose ids the writer may not learn."""
+        agent = f"{alias}.agent_id IN ('', :slot_agent, :slot_writer)"
+        return self._render(alias, agent)
+
+    def _render(self, alias: str, agent: str) -> tuple[str, dict[str, Any]]:
         text = (
             f"({alias}.tenant_id = :slot_tenant AND {alias}.user_id = :slot_user"
-            f" AND {alias}.agent_id = :slot_agent AND {alias}.scope = :slot_scope)"
+            f" AND {agent} AND {alias}.scope = :slot_scope)"
         )
         params = {
             "slot_tenant": self.tenant_id,
             "slot_user": self.user_id,
             "slot_agent": self.agent_id,
             "slot_scope": self.scope,
+            "slot_writer": self.writer_agent,
         }
         return text, params
 

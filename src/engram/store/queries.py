@@ -268,15 +268,17 @@ def export(vis: Visibility) -> Query:
 
 
 def slot_by_key(slot: OwnerSlot, key: str, statuses: Sequence[str]) -> Query:
-    """Versions of ``key`` in one write slot (for confirm / supersede / contest)."""
-    cond, params = slot.sql()
+    """Versions of ``key`` a write to ``slot`` meets (for confirm / supersede /
+    contest: ``OwnerSlot.key_sql``)."""
+    cond, params = slot.key_sql()
     sql = f"{SELECT} WHERE {cond} AND r.key = :key AND {_STATUS} ORDER BY r.version DESC"
     return sql, {**params, "key": key, "statuses": _json(statuses)}
 
 
 def slot_by_hash(slot: OwnerSlot, content_hash: str, statuses: Sequence[str]) -> Query:
-    """Records in one write slot with the same normalised content (duplicates)."""
-    cond, params = slot.sql()
+    """Records with the same normalised content that a write to ``slot`` confirms
+    (``OwnerSlot.key_sql``)."""
+    cond, params = slot.key_sql()
     sql = f"{SELECT} WHERE {cond} AND r.content_hash = :hash AND {_STATUS}"
     return sql, {**params, "hash": content_hash, "statuses": _json(statuses)}
 

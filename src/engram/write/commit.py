@@ -18,6 +18,7 @@ from engram.config import RETENTION_PERIODS, Config
 from engram.ids import new_id
 from engram.store.audit import AuditEntry
 from engram.store.base import Store
+from engram.store.predicate import OwnerSlot
 from engram.store.rows import to_micros
 from engram.types import Operation, Proposal, Record, Status, WriteResult
 from engram.write.decide import Decision
@@ -27,13 +28,24 @@ __all__ = ["Owner", "commit", "new_record", "renewed_expiry"]
 
 @dataclass(frozen=True, slots=True)
 class Owner:
-    """Where a write lands and who made it (storage form: '' = none)."""
+    """Where a write lands and who made it (storage form: '' = none).
+
+    ``agent_id`` is the agent the new memory belongs to ('' for the user's own);
+    ``writer_agent`` the agent of the context that wrote it, whose memories the
+    write may meet (``OwnerSlot.key_sql``)."""
 
     tenant_id: str
     user_id: str
     agent_id: str
     scope: str
     actor: str
+    writer_agent: str = ""
+
+    @property
+    def slot(self) -> OwnerSlot:
+        """The write slot, reaching the writer's own agent memories."""
+        return OwnerSlot(self.tenant_id, self.user_id, self.agent_id, self.scope,
+                         self.writer_agent or self.agent_id)  # fmt: skip
 
 
 def new_record(

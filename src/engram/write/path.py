@@ -21,11 +21,11 @@ from numpy.typing import NDArray
 from engram.config import Config
 from engram.embed import Embedder
 from engram.store.base import Store
-from engram.store.predicate import OwnerSlot
-from engram.types import Proposal, Status, WriteResult
+from engram.store.predicate import NO_AGENT, OwnerSlot
+from engram.types import Operation, Proposal, Status, WriteResult
 from engram.write import policy
 from engram.write.commit import Owner, commit, new_record
-from engram.write.decide import SlotState, decide
+from engram.write.decide import Decision, SlotState, decide
 from engram.write.index import embed_contents, vectors_enabled
 from engram.write.policy import Verdict, VerdictKind
 from engram.write.proposal import content_hash
@@ -78,7 +78,7 @@ class WritePath:
 
         Vectors made under another model than the store's (the store was
         re-indexed meanwhile) are dropped rather than mixed in."""
-        slot = OwnerSlot(owner.tenant_id, owner.user_id, owner.agent_id, owner.scope)
+        slot = owner.slot
         model = prepared.model
         if model is not None and self._store.vector_model() not in (None, model):
             model = None
@@ -114,7 +114,8 @@ class WritePath:
     ) -> WriteResult:
         state = self._slot_state(slot, proposal, digest, verdict)
         threshold = self._config.write.conflict_threshold
-        decision = decide(proposal, verdict, state, digest, threshold)
+        decision = _promoted(owner, decide(proposal, verdict, state, digest, threshold))
+        owner = _inherited(owner, decision)
         new = None
         if decision.creates:
             model = self._embedder.model_id if vector is not None else None
@@ -130,6 +131,28 @@ class WritePath:
         versions = self._store.slot_by_key(slot, proposal.key, _ACTIVE) if proposal.key else []
         duplicates = self._store.slot_by_hash(slot, digest, _ACTIVE)
         return SlotState(key_versions=versions, duplicates=duplicates)
+
+
+def _promoted(owner: Owner, decision: Decision) -> Decision:
+    """What the user states, confirming a copy their agent held, becomes the user's
+    own version (visible to every agent) instead of confirming the agent's copy."""
+    held = decision.confirm
+    if owner.agent_id != NO_AGENT or held is None or held.agent_id is None:
+        return decision
+    reason = "the user stated what an agent of theirs held: now the user's, for every agent"
+    return Decision(Operation.SUPERSEDE, "to_user", reason, Status.ACTIVE,
+                    supersede=(held, *decision.retire))  # fmt: skip
+
+
+def _inherited(owner: Owner, decision: Decision) -> Owner:
+    """An agent's new version of a key takes the place of the user's own version it
+    replaces or contests: it stays visible to every agent of the user."""
+    if owner.agent_id == NO_AGENT or decision.new_status != Status.ACTIVE:
+        return owner
+    met = [*decision.supersede, *([decision.linked] if decision.linked else [])]
+    if any(record.agent_id is None for record in met):
+        return dataclasses.replace(owner, agent_id=NO_AGENT)
+    return owner
 
 
 def _with_sensitivity(proposal: Proposal, verdict: Verdict) -> Proposal:

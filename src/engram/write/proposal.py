@@ -115,6 +115,7 @@ def build_proposal(
     retention: object = None,
     importance: object = 0.5,
     private: object = False,
+    agent_scope: object = None,
 ) -> Proposal:
     """Validate ``remember``'s arguments; raise ``InvalidArgument`` on the first bad one.
 
@@ -132,6 +133,9 @@ def build_proposal(
         raise InvalidArgument("valid_to must be later than valid_from")
     if not isinstance(private, bool):
         raise InvalidArgument(f"private must be True or False, got {limits.shown(private)}")
+    if agent_scope not in (None, "user", "agent"):
+        raise InvalidArgument(f"agent_scope must be 'user', 'agent' or None, got "
+                              f"{limits.shown(agent_scope)}")  # fmt: skip
     origin = Source.coerce(source)
     return Proposal(
         content=_content(content),
@@ -151,6 +155,7 @@ def build_proposal(
         retention=None if retention is None else parse_enum(Retention, retention, "retention"),
         importance=_unit(importance, "importance"),
         private=private,
+        agent_scope=agent_scope,
     )
 
 

@@ -40,7 +40,7 @@ CASES_PATH = Path(__file__).with_name("cases.json")
 #: ``remember`` keyword arguments a memory may carry, passed through unchanged.
 RECORD_FIELDS = (
     "type", "scope", "key", "value", "authority", "confidence", "source", "retention",
-    "sensitivity", "consent_basis", "purpose", "importance", "private",
+    "sensitivity", "consent_basis", "purpose", "importance", "private", "agent_scope",
 )  # fmt: skip
 TIME_FIELDS = ("valid_from", "valid_to", "observed_at")
 STATUSES = ("ok", "empty", "partial", "unavailable", "ambiguous")
