@@ -41,6 +41,7 @@ from engram.ids import new_id
 from engram.lifecycle.import_rows import (
     HISTORY,
     ImportRow,
+    check_links,
     history_record,
     parse_row,
     remap_source,
@@ -130,6 +131,7 @@ def _parse_all(config: Config, scope: Scope, rows: Sequence[object], run: _Run) 
             raise InvalidArgument(f"import row {index}: the write policy rejects it: "
                                   f"{verdict.reason}")  # fmt: skip
         parsed.append(row.with_sensitivity(verdict.sensitivity))
+    check_links(parsed)
     return parsed
 
 
