@@ -7,6 +7,7 @@ writes commit in bounded chunks.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -162,3 +163,26 @@ def test_a_bad_item_anywhere_writes_nothing(sqlite_file_url: str, open_mem: Open
     with pytest.raises(ValueError, match="confidence"):
         mem.remember_many(ctx, items)
     assert mem.list(ctx, limit=100) == []
+
+
+@pytest.mark.parametrize("status", ["active", "superseded"])
+def test_other_writers_proceed_while_an_import_embeds(
+    sqlite_file_url: str, open_mem: OpenMem, ctx: Context, status: str
+) -> None:
+    slow = SlowEmbedder()
+    writer = open_mem(sqlite_file_url, embedder=slow, config=_short_wait())
+    other = open_mem(sqlite_file_url, config=_short_wait())
+    source = dataclasses.replace(ctx, user_id="exporter")
+    other.remember(source, "The build uses Gradle 8.", key="build.tool", value="gradle")
+    rows = [{**row, "status": status} for row in other.export(source)]
+    out: list[Any] = []
+    thread = _while_embedding(slow, lambda: writer.import_records(ctx, rows), out)
+    try:
+        written = other.remember(ctx, "Code review needs two approvals.")  # must not wait
+        assert written.record is not None
+    finally:
+        slow.release.set()
+        thread.join(30)
+    assert len(out) == 1
+    assert not isinstance(out[0], Exception), out
+    assert len(writer.list(ctx, status=None, limit=100)) == 2
