@@ -29,6 +29,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 
+from engram import embed
 from engram.recall.rerank import forget_cached_texts
 from engram.recall.usage import UsageRecorder
 from engram.store.audit import AuditEntry
@@ -138,6 +139,7 @@ def _verify(
 def _drop_copies(store: Store, subject: Subject) -> None:
     store.forget_partition(subject)
     forget_cached_texts()
+    embed.forget_cached_texts()
 
 
 def forget(
