@@ -186,3 +186,25 @@ def test_other_writers_proceed_while_an_import_embeds(
     assert len(out) == 1
     assert not isinstance(out[0], Exception), out
     assert len(writer.list(ctx, status=None, limit=100)) == 2
+
+
+class CrashingEmbedder(FailingEmbedder):
+    """Fails like a buggy custom embedder: a plain ``RuntimeError``."""
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        try:
+            return super().embed(texts)
+        except EmbeddingError:
+            raise RuntimeError("custom embedder bug") from None
+
+
+def test_a_later_chunk_crashing_in_any_way_is_a_partial_write(
+    sqlite_file_url: str, open_mem: OpenMem, ctx: Context
+) -> None:
+    config = Config(write=WritePolicy(batch_items=50))
+    mem = open_mem(sqlite_file_url, config=config, embedder=CrashingEmbedder(fail_at=2))
+    items = [{"content": f"Queue {i} drains every {i + 1} minutes."} for i in range(80)]
+    with pytest.raises(PartialWrite) as raised:
+        mem.remember_many(ctx, items)
+    assert len(raised.value.results) == 50
+    assert len(mem.list(ctx, limit=1000)) == 50
