@@ -159,3 +159,17 @@ def test_an_export_whose_links_loop_or_fork_is_refused(
     with pytest.raises(InvalidArgument, match=r"import row \d"):
         mem.import_records(target, rows)
     assert mem.export(target) == []
+
+
+def test_an_import_never_forks_a_chain_already_stored(mem: Engram, ctx: Context) -> None:
+    old, new = _history_rows(mem, ctx)
+    target = dataclasses.replace(ctx, user_id="u2")
+    mem.import_records(target, [old, new])
+    (current,) = mem.list(target)
+    mem.retract(target, current.id)
+    other = {**new, "id": "01HZZZZZZZZZZZZZZZZZZZZZZD", "content": "The region is ap-1.",
+             "value": "ap"}  # fmt: skip
+    mem.import_records(target, [old, other])
+    rows = mem.list(target, status=None)
+    parents = [r.supersedes for r in rows if r.supersedes]
+    assert len(parents) == len(set(parents)), "two versions supersede the same one"

@@ -33,6 +33,7 @@ user has since superseded or retracted.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -56,7 +57,7 @@ from engram.lifecycle.import_rows import (
 from engram.scope import GLOBAL, Scope
 from engram.store.audit import AuditEntry
 from engram.store.base import Store
-from engram.store.predicate import NO_AGENT, OwnerSlot
+from engram.store.predicate import NO_AGENT, OwnerSlot, Tenant
 from engram.store.rows import to_micros
 from engram.types import Operation, Record, Status, WriteResult
 from engram.write import policy
@@ -255,7 +256,7 @@ def _insert_history(
             run.ids[original] = planned[rows[i].index]
     written = []
     for i in fresh:
-        row = rows[i]
+        row = _unforked(store, run, rows[i])
         record = history_record(row, planned[row.index], run.owner(row), run.ids, config, model)
         store.insert(record, None if matrix is None else matrix[i])
         run.done(row, HISTORY_OP, record.id, f"kept as a {row.status.value} version")
@@ -272,12 +273,22 @@ def _relink(store: Store, run: _Run, added: Sequence[tuple[ImportRow, Record]]) 
     """
     changed = []
     for row, record in added:
-        fixed = _placed(row, record, run.ids)
+        fixed = _placed(_unforked(store, run, row), record, run.ids)
         if fixed == record:
             continue
         store.place(fixed)
         changed.append(record.id)
     return changed
+
+
+def _unforked(store: Store, run: _Run, row: ImportRow) -> ImportRow:
+    """``row`` without its ``supersedes`` link when the version it names (already
+    stored, as a skipped row's match) has a successor in the store: linking a second
+    one would fork the chain."""
+    taken = run.ids.get(row.supersedes) if row.supersedes else None
+    if taken is None or not store.successors(Tenant(run.scope.tenant_id), [taken]):
+        return row
+    return dataclasses.replace(row, supersedes=None)
 
 
 def _placed(row: ImportRow, record: Record, ids: Mapping[str, str]) -> Record:
