@@ -425,7 +425,10 @@ class Engram:
         return self.store.verify_audit()
 
     def rebuild_index(self) -> RebuildReport:
-        """Regenerate the lexical and vector indexes from the records (current embedder)."""
+        """Regenerate the lexical and vector indexes from the records (current embedder).
+
+        One transaction re-embeds every record: other writers wait until it commits
+        (the only write that embeds under the lock; run it when the store is idle)."""
         return rebuild(self.store, self.embedder)
 
 

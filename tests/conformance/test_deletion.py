@@ -129,3 +129,30 @@ def test_erasing_an_unknown_subject_is_verified_and_empty(mem: Engram) -> None:
     receipt = mem.erase_subject("acme", "nobody")
     assert receipt.verified
     assert receipt.records == 0
+
+
+def test_forgetting_one_side_of_a_contest_frees_the_other(mem: Engram, ctx: Context) -> None:
+    first = mem.remember(ctx, "The office is in Paris.", key="office.city", value="paris",
+                         confidence=0.5)  # fmt: skip
+    second = mem.remember(ctx, "The office is in Lyon.", key="office.city", value="lyon",
+                          confidence=0.5)  # fmt: skip
+    assert first.record is not None
+    assert second.record is not None
+    assert second.operation.value == "CONTEST"
+    receipt = mem.forget(ctx, first.record.id)
+    assert receipt.verified
+    assert "contest links" in receipt.checked
+    survivor = mem.get(ctx, second.record.id)
+    assert (survivor.status, survivor.contested_with) == (Status.ACTIVE, None)
+    assert mem.recall(ctx, "Where is the office? city").status != "ambiguous"
+
+
+def test_forgetting_the_value_a_dispute_names_clears_the_link(mem: Engram, ctx: Context) -> None:
+    held = mem.remember(ctx, "The office is in Paris.", key="office.city", value="paris")
+    doubt = mem.remember(ctx, "The office is in Lyon.", key="office.city", value="lyon",
+                         source={"kind": "tool", "ref": "crm"})  # fmt: skip
+    assert held.record is not None
+    assert doubt.record is not None
+    assert doubt.record.contested_with == held.record.id
+    mem.forget(ctx, held.record.id)
+    assert mem.get(ctx, doubt.record.id).contested_with is None

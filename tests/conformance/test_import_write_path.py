@@ -129,3 +129,47 @@ def test_an_imported_chain_can_be_corrected_again(sqlite_file_url: str, open_mem
     assert again.record is not None
     assert [r.version for r in mem.history(b, again.record.id)] == [1, 2, 3]
     assert mem.forget(b, again.record.id).verified
+
+
+def _history_rows(mem: Engram, ctx: Context) -> list[dict[str, Any]]:
+    """Two exported versions of one key (the older superseded by the newer)."""
+    scratch = dataclasses.replace(ctx, user_id="scratch")
+    mem.remember(scratch, "The deploy region is eu-west-1.", key="deploy.region", value="eu")
+    mem.remember(scratch, "The deploy region is us-east-1.", key="deploy.region", value="us")
+    return sorted(mem.export(scratch), key=lambda r: r["version"])
+
+
+@pytest.mark.parametrize("shape", ["self", "two-cycle", "fork"])
+def test_an_export_whose_links_loop_or_fork_is_refused(
+    mem: Engram, ctx: Context, shape: str
+) -> None:
+    old, new = _history_rows(mem, ctx)
+    old = {**old, "status": "superseded"}
+    if shape == "self":
+        rows = [{**old, "supersedes": old["id"]}]
+    elif shape == "two-cycle":
+        rows = [{**old, "supersedes": new["id"]}, {**new, "status": "superseded",
+                                                    "supersedes": old["id"]}]  # fmt: skip
+    else:
+        third = {**new, "id": "01HZZZZZZZZZZZZZZZZZZZZZZC", "content": "The region is ap-1.",
+                 "value": "ap"}  # fmt: skip
+        rows = [old, {**new, "status": "superseded", "supersedes": old["id"]},
+                {**third, "status": "superseded", "supersedes": old["id"]}]  # fmt: skip
+    target = dataclasses.replace(ctx, user_id="u2")
+    with pytest.raises(InvalidArgument, match=r"import row \d"):
+        mem.import_records(target, rows)
+    assert mem.export(target) == []
+
+
+def test_an_import_never_forks_a_chain_already_stored(mem: Engram, ctx: Context) -> None:
+    old, new = _history_rows(mem, ctx)
+    target = dataclasses.replace(ctx, user_id="u2")
+    mem.import_records(target, [old, new])
+    (current,) = mem.list(target)
+    mem.retract(target, current.id)
+    other = {**new, "id": "01HZZZZZZZZZZZZZZZZZZZZZZD", "content": "The region is ap-1.",
+             "value": "ap"}  # fmt: skip
+    mem.import_records(target, [old, other])
+    rows = mem.list(target, status=None)
+    parents = [r.supersedes for r in rows if r.supersedes]
+    assert len(parents) == len(set(parents)), "two versions supersede the same one"

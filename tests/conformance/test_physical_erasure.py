@@ -217,3 +217,28 @@ def test_forget_racing_correct_never_verifies_a_surviving_version(
         survivors = mem.store.by_key(admin, [f"deploy.window.{trial}"], ALL, 10)
         assert receipt.verified
         assert survivors == [], (trial, survivors)
+
+
+def _cached_strings(function: object) -> list[str]:
+    """The string keys an ``lru_cache`` holds (its cache dict is a referent)."""
+    import gc
+
+    caches = [r for r in gc.get_referents(function) if isinstance(r, dict)]
+    return [key for cache in caches for key in cache if isinstance(key, str)]
+
+
+@pytest.mark.parametrize("operation", ["forget", "erase_subject"])
+def test_no_embedder_cache_keeps_words_of_erased_text(
+    mem: Engram, ctx: Context, operation: str
+) -> None:
+    from engram.embed import hashing
+
+    written = mem.remember(ctx, CONTENT)
+    assert written.record is not None
+    assert any(TOKEN in key for key in _cached_strings(hashing._feature_hash))
+    if operation == "forget":
+        receipt = mem.forget(ctx, written.record.id)
+    else:
+        receipt = mem.erase_subject(ctx.tenant_id, ctx.user_id)
+    assert receipt.verified
+    assert [key for key in _cached_strings(hashing._feature_hash) if TOKEN in key] == []

@@ -239,3 +239,29 @@ def test_writer_processes_keep_the_version_graph(sqlite_file_url: str, open_mem:
         unexpected = pool.starmap(_process_writer, [(sqlite_file_url, s, 30) for s in range(3)])
     assert unexpected == [0, 0, 0]
     check_version_graph(open_mem(sqlite_file_url), ctx)
+
+
+def test_two_racing_imports_of_one_export_store_it_once(
+    sqlite_file_url: str, open_mem: OpenMem, ctx: Context
+) -> None:
+    from tests.conformance.test_write_lock import SlowEmbedder
+
+    slow = SlowEmbedder()
+    config = Config(store=StoreConfig(busy_timeout_ms=30_000))
+    first = open_mem(sqlite_file_url, embedder=slow, config=config)
+    second = open_mem(sqlite_file_url, config=config)
+    source = Context(tenant_id=ctx.tenant_id, user_id="exporter")
+    second.remember(source, "Deploy to eu-west-1.", key=KEY, value="eu-west-1")
+    rows = [{**row, "status": "superseded"} for row in second.export(source)]
+    out: list[Any] = []
+    thread = threading.Thread(target=lambda: out.append(first.import_records(ctx, rows)))
+    thread.start()
+    assert slow.started.wait(10)  # the first import is embedding
+    racer = threading.Thread(target=lambda: out.append(second.import_records(ctx, rows)))
+    racer.start()
+    racer.join(0.5)  # the second reads the store (and waits for the lock, if it is held)
+    slow.release.set()
+    thread.join(30)
+    racer.join(30)
+    assert len(out) == 2
+    assert len(second.list(ctx, status=None, limit=100)) == 1

@@ -105,3 +105,39 @@ def test_a_rebuild_on_every_backend_keeps_search_working(mem: Engram, ctx: Conte
     assert report.records == 3
     assert _vector(mem, vis, "Rust search service") == before
     assert mem.store.lexical(vis, "service", ACTIVE, 10) == lexical
+
+
+class _WrongEmbedder:
+    """The hashing embedder's name and size, but a broken answer of kind ``mode``."""
+
+    def __init__(self, mode: str) -> None:
+        self._inner = HashingEmbedder()
+        self.mode = mode
+        self.model_id = self._inner.model_id
+        self.dimension = self._inner.dimension
+
+    def embed(self, texts: list[str]) -> object:
+        matrix = self._inner.embed(texts)
+        if self.mode == "narrow":
+            return matrix[:, :100].copy()
+        if self.mode == "short":
+            return matrix[:0]
+        if self.mode == "nan":
+            return matrix * float("nan")
+        raise RuntimeError("the custom embedder crashed")
+
+
+@pytest.mark.parametrize("mode", ["narrow", "short", "nan", "crash"])
+def test_a_broken_embedder_answer_stores_nothing_and_breaks_no_recall(
+    store_url: str, open_mem: Callable[..., Engram], ctx: Context, mode: str
+) -> None:
+    from engram import EmbeddingError
+
+    good = open_mem(store_url)
+    good.remember(ctx, "The staging cluster is named heron.")
+    bad = Engram(good.store, _WrongEmbedder(mode), good.config, good.clock)  # type: ignore[arg-type]
+    with pytest.raises(EmbeddingError):
+        bad.remember(ctx, "Deploys happen on Tuesdays at noon.")
+    assert [r.content for r in good.list(ctx)] == ["The staging cluster is named heron."]
+    result = good.recall(ctx, "What is the staging cluster called?")
+    assert "heron" in result.prompt

@@ -7,6 +7,7 @@ writes commit in bounded chunks.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -162,3 +163,48 @@ def test_a_bad_item_anywhere_writes_nothing(sqlite_file_url: str, open_mem: Open
     with pytest.raises(ValueError, match="confidence"):
         mem.remember_many(ctx, items)
     assert mem.list(ctx, limit=100) == []
+
+
+@pytest.mark.parametrize("status", ["active", "superseded"])
+def test_other_writers_proceed_while_an_import_embeds(
+    sqlite_file_url: str, open_mem: OpenMem, ctx: Context, status: str
+) -> None:
+    slow = SlowEmbedder()
+    writer = open_mem(sqlite_file_url, embedder=slow, config=_short_wait())
+    other = open_mem(sqlite_file_url, config=_short_wait())
+    source = dataclasses.replace(ctx, user_id="exporter")
+    other.remember(source, "The build uses Gradle 8.", key="build.tool", value="gradle")
+    rows = [{**row, "status": status} for row in other.export(source)]
+    out: list[Any] = []
+    thread = _while_embedding(slow, lambda: writer.import_records(ctx, rows), out)
+    try:
+        written = other.remember(ctx, "Code review needs two approvals.")  # must not wait
+        assert written.record is not None
+    finally:
+        slow.release.set()
+        thread.join(30)
+    assert len(out) == 1
+    assert not isinstance(out[0], Exception), out
+    assert len(writer.list(ctx, status=None, limit=100)) == 2
+
+
+class CrashingEmbedder(FailingEmbedder):
+    """Fails like a buggy custom embedder: a plain ``RuntimeError``."""
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        try:
+            return super().embed(texts)
+        except EmbeddingError:
+            raise RuntimeError("custom embedder bug") from None
+
+
+def test_a_later_chunk_crashing_in_any_way_is_a_partial_write(
+    sqlite_file_url: str, open_mem: OpenMem, ctx: Context
+) -> None:
+    config = Config(write=WritePolicy(batch_items=50))
+    mem = open_mem(sqlite_file_url, config=config, embedder=CrashingEmbedder(fail_at=2))
+    items = [{"content": f"Queue {i} drains every {i + 1} minutes."} for i in range(80)]
+    with pytest.raises(PartialWrite) as raised:
+        mem.remember_many(ctx, items)
+    assert len(raised.value.results) == 50
+    assert len(mem.list(ctx, limit=1000)) == 50

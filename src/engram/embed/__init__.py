@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from engram.embed.base import Embedder, is_embedder
-from engram.embed.hashing import HashingEmbedder
+from engram.embed.hashing import HashingEmbedder, forget_cached_features
 from engram.embed.local import LocalEmbedder, default_onnx_path, export_onnx
 from engram.embed.openai_compat import OpenAIEmbedder
 from engram.errors import ConfigError, InvalidArgument
@@ -30,8 +30,15 @@ __all__ = [
     "create_embedder",
     "default_onnx_path",
     "export_onnx",
+    "forget_cached_texts",
     "is_embedder",
 ]
+
+def forget_cached_texts() -> None:
+    """Drop every process-wide cache an embedder keeps of texts it embedded (the
+    hashing embedder's feature cache), after a forget or an erasure."""
+    forget_cached_features()
+
 
 #: Option name -> environment variable read when the option is not given.
 OPENAI_ENV = {

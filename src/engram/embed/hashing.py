@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 from engram.embed.base import checked_texts, empty_matrix, normalise_rows
 from engram.errors import InvalidArgument
 
-__all__ = ["HashingEmbedder"]
+__all__ = ["HashingEmbedder", "forget_cached_features"]
 
 _VERSION = 1
 _WORD = re.compile(r"\w+")
@@ -46,6 +46,12 @@ def _feature_hash(feature: str) -> int:
     """Return a stable unsigned 64-bit hash of ``feature`` (cached: words repeat)."""
     digest = blake2b(feature.encode("utf-8"), digest_size=8).digest()
     return int.from_bytes(digest, "little")
+
+
+def forget_cached_features() -> None:
+    """Drop the cached feature hashes: their keys are words, word pairs and trigrams
+    of embedded texts (called after a forget or an erasure)."""
+    _feature_hash.cache_clear()
 
 
 def _char_trigrams(word: str) -> list[str]:

@@ -6,7 +6,9 @@ derived closure, the texts to look for afterwards) and deletes it, so a
 deleted too) or after it (and is refused: ``forgotten``, schema 0013). Queued
 recall traces and touches naming an erased id are dropped before the
 transaction, and no flush writes while it runs (``UsageRecorder.quiesced``);
-stored traces naming one go inside it. Then the in-memory copies go, the WAL is
+stored traces naming one go inside it, and so do the contest links of surviving
+records that name one (the partner of a forgotten contested or disputed version
+is no longer contested by it). Then the in-memory copies go, the WAL is
 checkpointed and the files are scanned for the erased texts
 (``store.erasure``).
 
@@ -25,6 +27,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 
+from engram import embed
 from engram.recall.rerank import forget_cached_texts
 from engram.recall.usage import UsageRecorder
 from engram.store.audit import AuditEntry
@@ -122,6 +125,7 @@ def _verify(
 def _drop_copies(store: Store, subject: Subject) -> None:
     store.forget_partition(subject)
     forget_cached_texts()
+    embed.forget_cached_texts()
 
 
 def forget(
@@ -137,6 +141,7 @@ def forget(
             ids = chain + derived
             strings = store.erasure_strings(tenant, ids)
             traces = _purge(usage, ids, None) + store.delete_traces_naming(tenant, ids)
+            store.unlink_contests(tenant, ids, to_micros(now) or 0)
             store.delete(ids)
             store.append_audit(AuditEntry(to_micros(now) or 0, record.tenant_id,
                                           record.user_id or NO_USER, actor, "DELETE",
@@ -163,6 +168,7 @@ def erase_subject(
             ids = own + derived
             strings = store.erasure_strings(tenant, ids)
             traces = _purge(usage, ids, subject) + store.delete_traces_naming(tenant, ids)
+            store.unlink_contests(tenant, ids, to_micros(now) or 0)
             store.delete(ids)
             traces += store.delete_traces(subject)
             store.forget_counters(subject)

@@ -11,7 +11,7 @@ cap, so an export made before the cap existed still imports.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -26,7 +26,15 @@ from engram.write.commit import Owner
 from engram.write.proposal import build_proposal, content_hash
 from engram.write.provenance import DEFAULT_AUTHORITY, capped_authority
 
-__all__ = ["CURRENT", "HISTORY", "ImportRow", "history_record", "parse_row", "remap_source"]
+__all__ = [
+    "CURRENT",
+    "HISTORY",
+    "ImportRow",
+    "check_links",
+    "history_record",
+    "parse_row",
+    "remap_source",
+]
 
 CURRENT = frozenset({Status.ACTIVE})
 HISTORY = frozenset({Status.SUPERSEDED, Status.RETRACTED, Status.EXPIRED, Status.DISPUTED})
@@ -119,6 +127,38 @@ def _authority(source: Source, claimed: object) -> Authority:
             "authority explicit_admin is reserved to remember_global; an import cannot claim it"
         )
     return capped_authority(source.kind, authority)
+
+
+def check_links(rows: Sequence[ImportRow]) -> None:
+    """Refuse an export whose ``supersedes`` links would make a chain that is not a
+    simple line: a row superseding itself, two rows superseding the same version
+    (a fork) or a loop of rows. The first offending row is named."""
+    by_id = {row.original_id: row for row in rows if row.original_id is not None}
+    parent_of: dict[str, int] = {}
+    for row in rows:
+        if row.supersedes is None:
+            continue
+        if row.supersedes == row.original_id:
+            raise InvalidArgument(f"import row {row.index}: it supersedes itself")
+        first = parent_of.setdefault(row.supersedes, row.index)
+        if first != row.index:
+            raise InvalidArgument(f"import row {row.index}: it supersedes the same version as "
+                                  f"row {first} (a fork)")  # fmt: skip
+    for row in rows:
+        _no_loop(row, by_id)
+
+
+def _no_loop(row: ImportRow, by_id: Mapping[str, ImportRow]) -> None:
+    """Follow ``row``'s predecessors within the export; a return to ``row`` is a loop."""
+    seen = {row.index}
+    link = row.supersedes
+    while link is not None and link in by_id:
+        step = by_id[link]
+        if step.index in seen:
+            raise InvalidArgument(f"import row {row.index}: its supersedes links form a loop "
+                                  f"through row {step.index}")  # fmt: skip
+        seen.add(step.index)
+        link = step.supersedes
 
 
 def _time(row: Mapping[str, Any], name: str) -> datetime | None:

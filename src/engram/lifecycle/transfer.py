@@ -7,7 +7,11 @@ its arguments (``import_rows.parse_row``: ownership from the importing context,
 authority capped by provenance, ``explicit_admin`` refused) and meets the same
 write policy; a row the policy REJECTs (a secret, personal data without a
 consent basis) is a bad row, and a bad row rejects the whole import, naming
-its number, with nothing written. Then, in ONE transaction:
+its number, with nothing written, and so does a set of ``supersedes`` links that
+loops or forks (``import_rows.check_links``). The policy and the embedder then
+run with no lock held (every row is embedded, the rows later skipped too), and,
+in ONE transaction, which also reads which rows are already stored (so two
+racing imports of one export store it once):
 
 * an ``active`` row goes through ``WritePath.write`` for its owner slot, so the
   slot's current value decides ADD / CONFIRM / SUPERSEDE / DISPUTE / CONTEST
@@ -29,10 +33,14 @@ user has since superseded or retracted.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from engram.config import Config
 from engram.embed import Embedder
@@ -41,6 +49,7 @@ from engram.ids import new_id
 from engram.lifecycle.import_rows import (
     HISTORY,
     ImportRow,
+    check_links,
     history_record,
     parse_row,
     remap_source,
@@ -48,13 +57,13 @@ from engram.lifecycle.import_rows import (
 from engram.scope import GLOBAL, Scope
 from engram.store.audit import AuditEntry
 from engram.store.base import Store
-from engram.store.predicate import NO_AGENT, OwnerSlot
+from engram.store.predicate import NO_AGENT, OwnerSlot, Tenant
 from engram.store.rows import to_micros
 from engram.types import Operation, Record, Status, WriteResult
 from engram.write import policy
 from engram.write.commit import Owner
 from engram.write.index import embed_contents, vectors_enabled
-from engram.write.path import WritePath
+from engram.write.path import Prepared, WritePath
 from engram.write.policy import VerdictKind
 
 __all__ = ["ImportReport", "RowOutcome", "export_rows", "import_rows"]
@@ -130,6 +139,7 @@ def _parse_all(config: Config, scope: Scope, rows: Sequence[object], run: _Run) 
             raise InvalidArgument(f"import row {index}: the write policy rejects it: "
                                   f"{verdict.reason}")  # fmt: skip
         parsed.append(row.with_sensitivity(verdict.sensitivity))
+    check_links(parsed)
     return parsed
 
 
@@ -152,26 +162,19 @@ def import_rows(
     store: Store, embedder: Embedder, config: Config, scope: Scope,
     rows: Sequence[Mapping[str, Any]], now: datetime,
 ) -> ImportReport:  # fmt: skip
-    """Validate every row, then write the new ones in one transaction (see the module)."""
+    """Validate every row and embed them with no lock held, then, in one transaction,
+    skip the rows already stored and write the others (see the module)."""
     if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence):
         raise InvalidArgument("rows must be a list of mappings (as returned by export)")
     run = _Run(scope, now, {}, {})
     parsed = _parse_all(config, scope, rows, run)
-    fresh = []
-    for row in parsed:
-        known = _existing(store, run, row)
-        if known is None:
-            fresh.append(row)
-        else:
-            run.done(row, SKIPPED, known.id, f"already stored as {known.id}")
-    current = [row for row in fresh if row.status not in HISTORY]
-    history = [row for row in fresh if row.status in HISTORY]
-    planned = {row.index: new_id() for row in history}
-    run.ids.update({r.original_id: planned[r.index] for r in history if r.original_id})
     writer = WritePath(store, embedder, config)
+    current = _prepare_current(writer, run, [r for r in parsed if r.status not in HISTORY])
+    history = [row for row in parsed if row.status in HISTORY]
+    vectors = _history_vectors(store, embedder, history)
     with store.transaction():
-        added = _write_current(writer, run, current)
-        inserted = _insert_history(store, embedder, config, run, history, planned)
+        added = _write_current(store, writer, run, current)
+        inserted = _insert_history(store, config, run, history, vectors)
         relinked = _relink(store, run, added)
         store.append_audit(AuditEntry(to_micros(now) or 0, scope.tenant_id, scope.user_id,
                                       run.owner(parsed[0]).actor if parsed else "import",
@@ -179,17 +182,41 @@ def import_rows(
     return _report(run)
 
 
-def _write_current(
+def _unknown(store: Store, run: _Run, rows: Sequence[ImportRow]) -> list[int]:
+    """Positions of the rows not yet stored (inside the transaction); the others are
+    SKIPPED, mapped to the version that makes them duplicates."""
+    fresh = []
+    for position, row in enumerate(rows):
+        known = _existing(store, run, row)
+        if known is None:
+            fresh.append(position)
+        else:
+            run.done(row, SKIPPED, known.id, f"already stored as {known.id}")
+    return fresh
+
+
+def _prepare_current(
     writer: WritePath, run: _Run, rows: Sequence[ImportRow]
-) -> list[tuple[ImportRow, Record]]:
-    """Each active row through the write path, slot by slot; the records it ADDed."""
+) -> list[tuple[Owner, list[ImportRow], Prepared]]:
+    """Active rows by owner slot, with policy verdicts and vectors (no lock held)."""
     groups: dict[Owner, list[ImportRow]] = {}
     for row in rows:
         groups.setdefault(run.owner(row), []).append(row)
+    return [(owner, members, writer.prepare([row.proposal for row in members]))
+            for owner, members in groups.items()]  # fmt: skip
+
+
+def _write_current(
+    store: Store, writer: WritePath, run: _Run,
+    groups: Sequence[tuple[Owner, list[ImportRow], Prepared]],
+) -> list[tuple[ImportRow, Record]]:  # fmt: skip
+    """Each new active row through the write path, slot by slot; the records it ADDed."""
     added = []
-    for owner, members in groups.items():
-        results = writer.write(owner, [row.proposal for row in members], run.now)
-        for row, result in zip(members, results, strict=True):
+    for owner, members, prepared in groups:
+        fresh = _unknown(store, run, members)
+        results = writer.commit_prepared(owner, prepared.subset(fresh), run.now)
+        for position, result in zip(fresh, results, strict=True):
+            row = members[position]
             _written(run, row, result)
             if result.operation == Operation.ADD and result.record is not None:
                 added.append((row, result.record))
@@ -203,16 +230,33 @@ def _written(run: _Run, row: ImportRow, result: WriteResult) -> None:
     run.done(row, result.operation.value, result.record.id, result.reason)
 
 
+def _history_vectors(
+    store: Store, embedder: Embedder, rows: Sequence[ImportRow]
+) -> tuple[NDArray[np.float32] | None, str | None]:
+    """Vectors of the history rows and their model, computed before the transaction."""
+    if not rows or not vectors_enabled(store, embedder):
+        return None, None
+    return embed_contents(embedder, [r.proposal.content for r in rows]), embedder.model_id
+
+
 def _insert_history(
-    store: Store, embedder: Embedder, config: Config, run: _Run, rows: Sequence[ImportRow],
-    planned: Mapping[int, str],
+    store: Store, config: Config, run: _Run, rows: Sequence[ImportRow],
+    vectors: tuple[NDArray[np.float32] | None, str | None],
 ) -> list[str]:  # fmt: skip
-    """History and disputed rows as they were (never active), links remapped."""
-    use_vectors = vectors_enabled(store, embedder) and bool(rows)
-    matrix = embed_contents(embedder, [r.proposal.content for r in rows]) if use_vectors else None
-    model = embedder.model_id if use_vectors else None
+    """The new history and disputed rows as they were (never active), links remapped.
+    Vectors made under another model than the store's now are dropped."""
+    matrix, model = vectors
+    if model is not None and store.vector_model() not in (None, model):
+        matrix, model = None, None
+    fresh = _unknown(store, run, rows)
+    planned = {rows[i].index: new_id() for i in fresh}
+    for i in fresh:
+        original = rows[i].original_id
+        if original is not None:
+            run.ids[original] = planned[rows[i].index]
     written = []
-    for i, row in enumerate(rows):
+    for i in fresh:
+        row = _unforked(store, run, rows[i])
         record = history_record(row, planned[row.index], run.owner(row), run.ids, config, model)
         store.insert(record, None if matrix is None else matrix[i])
         run.done(row, HISTORY_OP, record.id, f"kept as a {row.status.value} version")
@@ -229,12 +273,22 @@ def _relink(store: Store, run: _Run, added: Sequence[tuple[ImportRow, Record]]) 
     """
     changed = []
     for row, record in added:
-        fixed = _placed(row, record, run.ids)
+        fixed = _placed(_unforked(store, run, row), record, run.ids)
         if fixed == record:
             continue
         store.place(fixed)
         changed.append(record.id)
     return changed
+
+
+def _unforked(store: Store, run: _Run, row: ImportRow) -> ImportRow:
+    """``row`` without its ``supersedes`` link when the version it names (already
+    stored, as a skipped row's match) has a successor in the store: linking a second
+    one would fork the chain."""
+    taken = run.ids.get(row.supersedes) if row.supersedes else None
+    if taken is None or not store.successors(Tenant(run.scope.tenant_id), [taken]):
+        return row
+    return dataclasses.replace(row, supersedes=None)
 
 
 def _placed(row: ImportRow, record: Record, ids: Mapping[str, str]) -> Record:

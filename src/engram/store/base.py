@@ -168,6 +168,10 @@ class Store(Protocol):
         """Hard-delete records with their index entries."""
         ...
 
+    def unlink_contests(self, tenant: Tenant, ids: Sequence[str], now_us: int) -> int:
+        """Clear the contest links of the tenant's other records naming ``ids``."""
+        ...
+
     def subject_ids(self, subject: Subject) -> list[str]:
         """Every record id of one subject."""
         ...

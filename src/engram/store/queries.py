@@ -321,6 +321,18 @@ def successors(tenant: Tenant, ids: Sequence[str]) -> Query:
     return sql, {**params, "ids": _json(ids)}
 
 
+def unlink_contests(tenant: Tenant, ids: Sequence[str], now_us: int) -> Query:
+    """End the contest (or dispute) links of the tenant's surviving records that name
+    any of ``ids`` (erased records): the partner is no longer contested by anything."""
+    cond, params = tenant.sql()
+    sql = (
+        "UPDATE records AS r SET contested_with = NULL, updated_at = :now"
+        " WHERE r.contested_with IN (SELECT value FROM json_each(:ids))"
+        f" AND r.id NOT IN (SELECT value FROM json_each(:ids)) AND {cond}"
+    )
+    return sql, {**params, "ids": _json(ids), "now": now_us}
+
+
 def holding(window: str) -> Query:
     """One row if a record of any tenant still holds ``window`` in a text column: an
     erased text found in the file that a surviving record explains. Deliberately
@@ -342,6 +354,10 @@ def residue(tenant: Tenant, ids: Sequence[str]) -> dict[str, Query]:
         "records rows": f"SELECT count(*) FROM {each} records r ON r.id = j.value WHERE {cond_r}",
         "vectors rows": (
             f"SELECT count(*) FROM {each} vectors v ON v.record_id = j.value WHERE {cond_v}"
+        ),
+        "contest links": (
+            "SELECT count(*) FROM records r WHERE"
+            f" r.contested_with IN (SELECT value FROM json_each(:ids)) AND {cond_r}"
         ),
         "traces rows": (
             "SELECT count(*) FROM traces t WHERE"

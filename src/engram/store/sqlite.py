@@ -641,6 +641,11 @@ class SQLiteStore:
         )
         return cursor.rowcount
 
+    def unlink_contests(self, tenant: Tenant, ids: Sequence[str], now_us: int) -> int:
+        """Clear ``contested_with`` on the tenant's other records naming any of ``ids``
+        (about to be deleted); how many changed."""
+        return self._run(*queries.unlink_contests(tenant, ids, now_us)).rowcount if ids else 0
+
     def subject_ids(self, subject: Subject) -> list[str]:
         """Ids of every record of one subject."""
         return [row[0] for row in self._rows(queries.subject_ids(subject))]

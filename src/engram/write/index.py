@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engram.embed import Embedder
+from engram.errors import EmbeddingError, EngramError
 from engram.store.base import Store
 
 __all__ = ["RebuildReport", "embed_contents", "rebuild", "vectors_enabled"]
@@ -36,10 +37,30 @@ def vectors_enabled(store: Store, embedder: Embedder) -> bool:
 
 
 def embed_contents(embedder: Embedder, texts: Sequence[str]) -> NDArray[np.float32]:
-    """One batch call for every text that will need a vector."""
+    """One batch call for every text that will need a vector, its answer checked.
+
+    Any embedder may be passed in, so its answer is checked before it can be
+    stored: one row per text, ``embedder.dimension`` finite floats each. A vector
+    of the wrong size would make every later vector search of its partition fail.
+    Whatever goes wrong is ``EmbeddingError`` (a bulk write reports the chunks
+    already committed as ``PartialWrite``)."""
     if not texts:
         return np.zeros((0, embedder.dimension), dtype=np.float32)
-    return embedder.embed(list(texts))
+    try:
+        answer = embedder.embed(list(texts))
+        matrix = np.ascontiguousarray(answer, dtype=np.float32)
+    except EngramError:
+        raise
+    except Exception as exc:
+        raise EmbeddingError(f"the embedder {embedder.model_id!r} failed: {exc!r}") from exc
+    expected = (len(texts), embedder.dimension)
+    if matrix.shape != expected:
+        raise EmbeddingError(f"the embedder {embedder.model_id!r} returned shape "
+                             f"{matrix.shape} for {expected[0]} texts of dimension "
+                             f"{expected[1]}")  # fmt: skip
+    if not np.isfinite(matrix).all():
+        raise EmbeddingError(f"the embedder {embedder.model_id!r} returned NaN or infinity")
+    return matrix
 
 
 def rebuild(store: Store, embedder: Embedder, batch: int = 256) -> RebuildReport:

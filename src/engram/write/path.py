@@ -47,6 +47,14 @@ class Prepared:
     vectors: tuple[NDArray[np.float32] | None, ...]
     model: str | None
 
+    def subset(self, indexes: Sequence[int]) -> Prepared:
+        """The proposals at ``indexes`` (in that order) with what was computed for them."""
+        return Prepared(
+            tuple(self.proposals[i] for i in indexes), tuple(self.verdicts[i] for i in indexes),
+            tuple(self.hashes[i] for i in indexes), tuple(self.vectors[i] for i in indexes),
+            self.model,
+        )  # fmt: skip
+
 
 class WritePath:
     """Runs proposals through policy, decision, commit and indexing."""
