@@ -338,3 +338,14 @@ def test_correcting_a_stale_disputed_record_leaves_one_active_version(
     assert fixed is not None
     assert [r.id for r in _active(mem, ctx)] == [fixed.id]
     assert mem.get(ctx, current.id).status is Status.SUPERSEDED
+
+
+def test_a_keyed_write_never_confirms_away_its_key(mem: Engram, ctx: Context) -> None:
+    """Same content as a keyless memory, but with a key: a new keyed record, not a
+    CONFIRM that would drop the key and value."""
+    plain = mem.remember(ctx, "Deploys go out on Tuesdays.")
+    keyed = mem.remember(ctx, "Deploys go out on Tuesdays.", key="deploy.day", value="tue")
+    assert plain.record is not None
+    assert keyed.operation == "ADD"
+    assert keyed.record is not None
+    assert (keyed.record.key, keyed.record.value) == ("deploy.day", "tue")

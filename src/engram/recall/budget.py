@@ -101,10 +101,11 @@ def validate_budget(budget: object, minimum: Callable[[str], int] | None = None)
         _count(quota, f"budget.per_type[{name!r}]", MAX_BUDGET_ITEMS)
     smallest = minimum(budget.layout) if minimum and budget.max_items > 0 else 0
     if budget.max_tokens < smallest:
+        other = " use layout='compact'," if budget.layout == "full" else ""
         raise InvalidArgument(
             f"budget.max_tokens={budget.max_tokens} is below {smallest}, the smallest "
-            f"{budget.layout} memory block (preamble and one shortened item); raise it, use "
-            "layout='compact', or ask for max_items=0"
+            f"{budget.layout} memory block (preamble and one shortened item); raise it,"
+            f"{other} or ask for max_items=0"
         )
     return budget
 

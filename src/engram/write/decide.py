@@ -73,8 +73,9 @@ def decide(proposal: Proposal, verdict: Verdict, state: SlotState, content_hash:
     if verdict.kind == VerdictKind.QUARANTINE:
         return Decision(Operation.DISPUTE, verdict.code, verdict.reason, Status.DISPUTED)
     if proposal.key is None or not state.key_versions:
-        if state.duplicates:
-            return _confirm(state.duplicates[0], (), "duplicate", "same content already stored")
+        same = [r for r in state.duplicates if r.key == proposal.key]  # a key is never lost
+        if same:
+            return _confirm(same[0], (), "duplicate", "same content already stored")
         return Decision(Operation.ADD, "new", "new memory", Status.ACTIVE)
     return _against_versions(proposal, state.key_versions, content_hash, conflict_threshold)
 
