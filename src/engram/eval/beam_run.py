@@ -25,10 +25,10 @@ each k with its prefix.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,7 +37,7 @@ from engram.config import Budget, Config, WritePolicy
 from engram.embed import Embedder, create_embedder
 from engram.engram import Engram
 from engram.eval.baselines import Ranker, baseline_rankers, percentiles
-from engram.eval.beam import ABSTENTION, BeamChat, BeamMessage
+from engram.eval.beam import ABSTENTION, BeamChat, BeamMessage, BeamQuestion
 from engram.eval.beam_metrics import BeamScores, prefixes, score_beam
 from engram.eval.metrics import RetrievalOutcome
 from engram.recall.model import RecallStatus
@@ -51,6 +51,7 @@ TENANT = "beam"
 MAX_TOKENS = 100_000
 """Engram's token budget: above 25 items of the largest storable message."""
 WriteAt = Literal["observed", "end"]
+_T = TypeVar("_T")
 _OPEN_POLICY = WritePolicy(max_content_bytes=1 << 22, reject_secrets=False,
                            personal_data_needs_consent=False,
                            reject_transient_chatter=False)  # fmt: skip
@@ -199,56 +200,65 @@ def run_beam(
         run.gold_unreachable = _unreachable(chats, engram_ids)
         rankers = baseline_rankers(every, max(ks))
         for name in systems:
+            times = run.latency_ms.setdefault(name, [])
             if name == "engram":
-                outcomes, times = _ask_engram(mem, chats, engram_ids, ks, asked)
+                outcomes = _ask_all(chats, engram_ids, _engram_answer(mem, ks, asked, times))
             else:
-                outcomes, times = _ask_baseline(rankers[name], chats, baseline_ids, ks)
+                answer = _baseline_answer(rankers[name], ks, times)
+                outcomes = _ask_all(chats, baseline_ids, answer)
             run.scores[name] = score_beam(chats, outcomes, ks)
-            run.latency_ms[name] = times
     return run
 
 
 Outcomes = dict[tuple[str, str, int], Mapping[int, RetrievalOutcome]]
+Answer = Callable[[BeamChat, BeamQuestion, Mapping[str, str]], dict[int, RetrievalOutcome]]
 
 
-def _ask_baseline(
-    rank: Ranker, chats: Sequence[BeamChat], id_maps: Mapping[str, Mapping[str, str]],
-    ks: Sequence[int],
-) -> tuple[Outcomes, list[float]]:  # fmt: skip
+def _ask_all(
+    chats: Sequence[BeamChat], id_maps: Mapping[str, Mapping[str, str]], answer: Answer
+) -> Outcomes:
+    """Every question of every chat, answered with the chat's record id -> message id map."""
+    return {q.key: answer(c, q, id_maps[c.chat_id]) for c in chats for q in c.questions}
+
+
+def _timed(times: list[float], call: Callable[[], _T]) -> _T:
+    """Run ``call``, appending its wall time in milliseconds to ``times``."""
+    t0 = time.perf_counter()
+    result = call()
+    times.append((time.perf_counter() - t0) * 1000)
+    return result
+
+
+def _baseline_answer(rank: Ranker, ks: Sequence[int], times: list[float]) -> Answer:
     """Rank once per question at the deepest k; every k gets the prefix."""
-    outcomes: Outcomes = {}
-    times: list[float] = []
-    for chat in chats:
-        id_map = id_maps[chat.chat_id]
-        for question in chat.questions:
-            t0 = time.perf_counter()
-            ids = rank(context_for(chat), question.question)
-            times.append((time.perf_counter() - t0) * 1000)
-            outcomes[question.key] = prefixes([id_map[i] for i in ids if i in id_map], ks)
-    return outcomes, times
+
+    def answer(
+        chat: BeamChat, q: BeamQuestion, ids: Mapping[str, str]
+    ) -> dict[int, RetrievalOutcome]:
+        ranked = _timed(times, lambda: rank(context_for(chat), q.question))
+        return prefixes([ids[i] for i in ranked if i in ids], ks)
+
+    return answer
 
 
-def _ask_engram(
-    mem: Engram, chats: Sequence[BeamChat], id_maps: Mapping[str, Mapping[str, str]],
-    ks: Sequence[int], asked: Mapping[str, datetime],
-) -> tuple[Outcomes, list[float]]:  # fmt: skip
-    """Recall once per question and k, with a budget of k items."""
-    outcomes: Outcomes = {}
-    times: list[float] = []
-    for chat in chats:
-        id_map = id_maps[chat.chat_id]
-        for question in chat.questions:
-            answers: dict[int, RetrievalOutcome] = {}
-            for k in ks:
-                t0 = time.perf_counter()
-                result = mem.recall(context_for(chat), question.question,
-                                    budget=Budget(max_items=k, max_tokens=MAX_TOKENS),
-                                    now=asked[chat.chat_id])  # fmt: skip
-                times.append((time.perf_counter() - t0) * 1000)
-                ids = tuple(id_map[i] for i in result.ids if i in id_map)
-                answers[k] = RetrievalOutcome(ids, result.status == RecallStatus.EMPTY)
-            outcomes[question.key] = answers
-    return outcomes, times
+def _engram_answer(
+    mem: Engram, ks: Sequence[int], asked: Mapping[str, datetime], times: list[float]
+) -> Answer:
+    """Recall once per question and k, with a budget of k items, at the chat's end."""
+
+    def once(chat: BeamChat, q: BeamQuestion, ids: Mapping[str, str], k: int) -> RetrievalOutcome:
+        budget = Budget(max_items=k, max_tokens=MAX_TOKENS)
+        ctx, now = context_for(chat), asked[chat.chat_id]
+        result = _timed(times, lambda: mem.recall(ctx, q.question, budget=budget, now=now))
+        found = tuple(ids[i] for i in result.ids if i in ids)
+        return RetrievalOutcome(found, result.status == RecallStatus.EMPTY)
+
+    def answer(
+        chat: BeamChat, q: BeamQuestion, ids: Mapping[str, str]
+    ) -> dict[int, RetrievalOutcome]:
+        return {k: once(chat, q, ids, k) for k in ks}
+
+    return answer
 
 
 def _unreachable(

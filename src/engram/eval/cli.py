@@ -84,28 +84,34 @@ def add_eval_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
     golden.add_argument("--json", action="store_true", help="print JSON, not markdown")
     golden.set_defaults(func=_golden)
     locomo = suites.add_parser("locomo", help="LoCoMo evidence retrieval against baselines")
-    locomo.add_argument(
-        "--data",
-        default=os.environ.get("ENGRAM_LOCOMO", _DEFAULT_DATA),
-        help="a LoCoMo-format JSON file (the dev split or the full locomo10.json)",
+    _add_retrieval_options(
+        locomo,
+        os.environ.get("ENGRAM_LOCOMO", _DEFAULT_DATA),
+        "a LoCoMo-format JSON file (the dev split or the full locomo10.json)",
+        SYSTEMS,
     )
-    locomo.add_argument("--embedder", dest="embedder_name", default="local")
-    locomo.add_argument("--out", default="eval-results", help="output folder")
-    locomo.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
     locomo.set_defaults(func=_locomo)
     _add_beam(suites)
 
 
+def _add_retrieval_options(
+    parser: argparse.ArgumentParser, data: str, data_help: str, systems: tuple[str, ...]
+) -> None:
+    """The options every retrieval benchmark takes: data, embedder, output, systems."""
+    parser.add_argument("--data", default=data, help=data_help)
+    parser.add_argument("--embedder", dest="embedder_name", default="local")
+    parser.add_argument("--out", default="eval-results", help="output folder")
+    parser.add_argument("--systems", nargs="+", default=list(systems), choices=systems)
+
+
 def _add_beam(suites: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     beam = suites.add_parser("beam", help="BEAM evidence retrieval against baselines")
-    beam.add_argument(
-        "--data",
-        default=os.environ.get("ENGRAM_BEAM", _DEFAULT_BEAM),
-        help="a BEAM tier folder of numbered chats (or one chat folder)",
+    _add_retrieval_options(
+        beam,
+        os.environ.get("ENGRAM_BEAM", _DEFAULT_BEAM),
+        "a BEAM tier folder of numbered chats (or one chat folder)",
+        BEAM_SYSTEMS,
     )
-    beam.add_argument("--embedder", dest="embedder_name", default="local")
-    beam.add_argument("--out", default="eval-results", help="output folder")
-    beam.add_argument("--systems", nargs="+", default=list(BEAM_SYSTEMS), choices=BEAM_SYSTEMS)
     beam.add_argument("--chats", type=int, default=None, help="only the first N chats")
     beam.add_argument(
         "--write-at",
