@@ -310,3 +310,28 @@ def test_real_chat_end_to_end_with_hashing(real_chat: BeamChat) -> None:
     data = run.to_dict()
     assert data["rejected_messages"]["oversized"] == 6
     json.dumps(data)
+
+
+def test_shared_embedder_embeds_each_text_once_then_passes_through() -> None:
+    from engram.embed import HashingEmbedder
+    from engram.eval.beam_run import _SharedEmbedder
+
+    calls: list[list[str]] = []
+    inner = HashingEmbedder()
+
+    class Counting:
+        model_id, dimension = inner.model_id, inner.dimension
+
+        def embed(self, texts: Any) -> Any:
+            calls.append(list(texts))
+            return inner.embed(texts)
+
+    shared = _SharedEmbedder(Counting())
+    first = shared.embed(["a b", "c d", "a b"])
+    again = shared.embed(["c d", "e f"])
+    assert calls == [["a b", "c d"], ["e f"]]
+    assert (first[1] == again[0]).all()
+    assert (first[0] == inner.embed(["a b"])[0]).all()
+    shared.stop_sharing()
+    shared.embed(["a b"])
+    assert calls[-1] == ["a b"]  # queries are embedded (and timed) by each system

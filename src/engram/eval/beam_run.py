@@ -89,11 +89,21 @@ class BeamRun:
 
 
 class _SharedEmbedder:
-    """An embedder that embeds each distinct text once, for two stores in one run."""
+    """An embedder that embeds each distinct text once, for two stores in one run.
+
+    Sharing stops before the questions (``stop_sharing``): every system then
+    embeds its own queries, so its latency includes the embedding.
+    """
 
     def __init__(self, inner: Embedder) -> None:
         self._inner = inner
         self._rows: dict[str, NDArray[np.float32]] = {}
+        self._sharing = True
+
+    def stop_sharing(self) -> None:
+        """From now on every call goes to the wrapped embedder."""
+        self._sharing = False
+        self._rows.clear()
 
     @property
     def model_id(self) -> str:
@@ -107,6 +117,8 @@ class _SharedEmbedder:
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embed the texts not seen before, then return every row in order."""
+        if not self._sharing:
+            return self._inner.embed(texts)
         todo = list(dict.fromkeys(t for t in texts if t not in self._rows))
         if todo:
             self._rows.update(zip(todo, self._inner.embed(todo), strict=True))
@@ -197,6 +209,7 @@ def run_beam(
         engram_ids = {c.chat_id: _ingest_engram(mem, c, run, asked[c.chat_id]) for c in chats}
         run.ingest_seconds = time.perf_counter() - started
         baseline_ids = {c.chat_id: _ingest_all(every, c, run) for c in chats}
+        shared.stop_sharing()
         run.gold_unreachable = _unreachable(chats, engram_ids)
         rankers = baseline_rankers(every, max(ks))
         for name in systems:

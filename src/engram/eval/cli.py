@@ -7,7 +7,8 @@
 
 ``locomo`` writes ``locomo.md`` (tables), ``locomo.json`` and ``locomo.png`` (turn
 level R@10 per category and system) into ``--out``; ``beam`` writes ``beam.md``
-and ``beam.json`` (``beam-<write-at>`` when ``--write-at end``).
+and ``beam.json`` (named ``beam-hashing``, ``beam-end``, ``beam-hashing-end``
+for another embedder or ``--write-at end``).
 """
 
 from __future__ import annotations
@@ -55,6 +56,13 @@ def _locomo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _beam_stem(embedder: str, write_at: str) -> str:
+    """``beam`` for the local model and observed writes, else ``beam-hashing-end`` etc."""
+    parts = ["beam", *([embedder] if embedder != "local" else []),
+             *([write_at] if write_at != "observed" else [])]  # fmt: skip
+    return "-".join(parts)
+
+
 def _beam(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     chats = load_beam(args.data, limit=args.chats)
@@ -63,7 +71,7 @@ def _beam(args: argparse.Namespace) -> int:
     seconds = round(time.perf_counter() - started, 1)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stem = "beam" if args.write_at == "observed" else f"beam-{args.write_at}"
+    stem = _beam_stem(args.embedder_name, args.write_at)
     table = beam_markdown(run.scores)
     payload = {"data": Path(args.data).name, "embedder": args.embedder_name,
                "chats": {c.chat_id: c.source for c in chats}, "seconds": seconds,
