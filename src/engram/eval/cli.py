@@ -2,9 +2,13 @@
 
     engram eval golden [--embedder hashing|local] [--json]
     engram eval locomo [--data PATH] [--embedder local] [--out DIR] [--systems ...]
+    engram eval beam [--data DIR] [--embedder local] [--out DIR] [--systems ...]
+                     [--chats N] [--write-at observed|end]
 
 ``locomo`` writes ``locomo.md`` (tables), ``locomo.json`` and ``locomo.png`` (turn
-level R@10 per category and system) into ``--out``.
+level R@10 per category and system) into ``--out``; ``beam`` writes ``beam.md``
+and ``beam.json`` (named ``beam-hashing``, ``beam-end``, ``beam-hashing-end``
+for another embedder or ``--write-at end``).
 """
 
 from __future__ import annotations
@@ -12,8 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 from pathlib import Path
 
+from engram.eval.beam import load_beam
+from engram.eval.beam_metrics import beam_markdown
+from engram.eval.beam_run import SYSTEMS as BEAM_SYSTEMS
+from engram.eval.beam_run import run_beam
 from engram.eval.golden import run_golden
 from engram.eval.locomo import load_locomo
 from engram.eval.locomo_run import SYSTEMS, run_locomo
@@ -22,6 +31,7 @@ from engram.eval.metrics import markdown_table, write_chart
 __all__ = ["add_eval_command"]
 
 _DEFAULT_DATA = "../shared/data/locomo/locomo10_dev.json"
+_DEFAULT_BEAM = "../shared/data/beam/100K"
 
 
 def _golden(args: argparse.Namespace) -> int:
@@ -46,8 +56,35 @@ def _locomo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _beam_stem(embedder: str, write_at: str) -> str:
+    """``beam`` for the local model and observed writes, else ``beam-hashing-end`` etc."""
+    parts = ["beam", *([embedder] if embedder != "local" else []),
+             *([write_at] if write_at != "observed" else [])]  # fmt: skip
+    return "-".join(parts)
+
+
+def _beam(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    chats = load_beam(args.data, limit=args.chats)
+    run = run_beam(chats, embedder=args.embedder_name, systems=args.systems,
+                   write_at=args.write_at)  # fmt: skip
+    seconds = round(time.perf_counter() - started, 1)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = _beam_stem(args.embedder_name, args.write_at)
+    table = beam_markdown(run.scores)
+    payload = {"data": Path(args.data).name, "embedder": args.embedder_name,
+               "chats": {c.chat_id: c.source for c in chats}, "seconds": seconds,
+               **run.to_dict()}  # fmt: skip
+    (out / f"{stem}.md").write_text(table + "\n")
+    (out / f"{stem}.json").write_text(json.dumps(payload, indent=2) + "\n")
+    print(table)
+    print(f"\nwrote {out / (stem + '.md')}, {out / (stem + '.json')} in {seconds} s")
+    return 0
+
+
 def add_eval_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``engram eval golden`` and ``engram eval locomo``."""
+    """Register ``engram eval golden``, ``engram eval locomo`` and ``engram eval beam``."""
     evaluate = commands.add_parser("eval", help="evaluation suites")
     suites = evaluate.add_subparsers(dest="suite", required=True)
     golden = suites.add_parser("golden", help="the governance golden suite of recall")
@@ -55,12 +92,40 @@ def add_eval_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
     golden.add_argument("--json", action="store_true", help="print JSON, not markdown")
     golden.set_defaults(func=_golden)
     locomo = suites.add_parser("locomo", help="LoCoMo evidence retrieval against baselines")
-    locomo.add_argument(
-        "--data",
-        default=os.environ.get("ENGRAM_LOCOMO", _DEFAULT_DATA),
-        help="a LoCoMo-format JSON file (the dev split or the full locomo10.json)",
+    _add_retrieval_options(
+        locomo,
+        os.environ.get("ENGRAM_LOCOMO", _DEFAULT_DATA),
+        "a LoCoMo-format JSON file (the dev split or the full locomo10.json)",
+        SYSTEMS,
     )
-    locomo.add_argument("--embedder", dest="embedder_name", default="local")
-    locomo.add_argument("--out", default="eval-results", help="output folder")
-    locomo.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
     locomo.set_defaults(func=_locomo)
+    _add_beam(suites)
+
+
+def _add_retrieval_options(
+    parser: argparse.ArgumentParser, data: str, data_help: str, systems: tuple[str, ...]
+) -> None:
+    """The options every retrieval benchmark takes: data, embedder, output, systems."""
+    parser.add_argument("--data", default=data, help=data_help)
+    parser.add_argument("--embedder", dest="embedder_name", default="local")
+    parser.add_argument("--out", default="eval-results", help="output folder")
+    parser.add_argument("--systems", nargs="+", default=list(systems), choices=systems)
+
+
+def _add_beam(suites: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    beam = suites.add_parser("beam", help="BEAM evidence retrieval against baselines")
+    _add_retrieval_options(
+        beam,
+        os.environ.get("ENGRAM_BEAM", _DEFAULT_BEAM),
+        "a BEAM tier folder of numbered chats (or one chat folder)",
+        BEAM_SYSTEMS,
+    )
+    beam.add_argument("--chats", type=int, default=None, help="only the first N chats")
+    beam.add_argument(
+        "--write-at",
+        choices=("observed", "end"),
+        default="observed",
+        help="when Engram's memories are written: as each batch is observed (default), "
+        "or all at the chat's end (nothing expires)",
+    )
+    beam.set_defaults(func=_beam)

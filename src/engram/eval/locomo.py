@@ -19,7 +19,6 @@ Every shape problem raises ``InvalidArgument`` naming the file and the place.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Final, NamedTuple
 
 from engram.errors import InvalidArgument, NotFound
+from engram.eval.reading import as_object, check_unique, month_number, read_json, text_field
 
 __all__ = [
     "LocomoConversation",
@@ -47,10 +47,6 @@ _SESSION_TIME: Final = re.compile(
     r"\s*(\d{1,2}):(\d{2})\s*([ap])\.?m\.?\s+on\s+(\d{1,2})\s+([a-z]+)\.?,?\s+(\d{4})\s*",
     re.IGNORECASE,
 )
-_MONTHS: Final = (
-    "january", "february", "march", "april", "may", "june",
-    "july", "august", "september", "october", "november", "december",
-)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +138,7 @@ def parse_session_time(text: str) -> datetime:
     on the process locale. Raises ``InvalidArgument`` for any other shape.
     """
     match = _SESSION_TIME.fullmatch(text)
-    month = _month_number(match[5]) if match else 0
+    month = month_number(match[5]) if match else 0
     if match is None or month == 0 or not 1 <= int(match[1]) <= 12:
         raise InvalidArgument(f"unparseable session time {text!r}")
     hour = int(match[1]) % 12 + (12 if match[3].lower() == "p" else 0)
@@ -159,40 +155,26 @@ def load_locomo(path: str | Path) -> list[LocomoConversation]:
     JSON, or departs from the expected shape; the message names the place.
     """
     source = Path(path)
-    data = _read_json(source)
+    data = read_json(source, "LoCoMo")
     if not isinstance(data, list) or not data:
         raise InvalidArgument(f"{source}: expected a non-empty JSON list of conversations")
     conversations = [
         _parse_conversation(item, f"{source}: conversation [{position}]")
         for position, item in enumerate(data)
     ]
-    _check_unique((c.sample_id for c in conversations), f"{source}: sample_id")
+    check_unique((c.sample_id for c in conversations), f"{source}: sample_id")
     return conversations
-
-
-def _read_json(source: Path) -> object:
-    """Return the decoded JSON of a file, turning I/O and syntax errors into ours."""
-    try:
-        with source.open(encoding="utf-8") as handle:
-            data: object = json.load(handle)
-    except FileNotFoundError:
-        raise InvalidArgument(f"LoCoMo file not found: {source}") from None
-    except OSError as exc:
-        raise InvalidArgument(f"cannot read LoCoMo file {source}: {exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidArgument(f"{source} is not valid UTF-8 JSON: {exc}") from None
-    return data
 
 
 def _parse_conversation(item: object, where: str) -> LocomoConversation:
     """Build one conversation from its JSON object."""
-    obj = _as_object(item, where)
-    sample_id = _text(obj, "sample_id", where)
+    obj = as_object(item, where)
+    sample_id = text_field(obj, "sample_id", where)
     where = f"{where} ({sample_id})"
-    body = _as_object(obj.get("conversation"), f"{where} .conversation")
-    speakers = (_text(body, "speaker_a", where), _text(body, "speaker_b", where))
+    body = as_object(obj.get("conversation"), f"{where} .conversation")
+    speakers = (text_field(body, "speaker_a", where), text_field(body, "speaker_b", where))
     turns = _parse_turns(body, sample_id, where)
-    _check_unique((turn.dia_id for turn in turns), f"{where}: dia_id")
+    check_unique((turn.dia_id for turn in turns), f"{where}: dia_id")
     known = frozenset(turn.dia_id for turn in turns)
     qa = obj.get("qa")
     if not isinstance(qa, list):
@@ -240,7 +222,7 @@ def _parse_session(
 ) -> list[LocomoTurn]:
     """Return the turns of session ``number``, each stamped with the session time."""
     key = f"session_{number}"
-    when = _text(body, f"{key}_date_time", where)
+    when = text_field(body, f"{key}_date_time", where)
     try:
         session = _Session(sample_id, number, parse_session_time(when))
     except InvalidArgument as exc:
@@ -253,8 +235,8 @@ def _parse_session(
 
 def _parse_turn(item: object, session: _Session, index: int, where: str) -> LocomoTurn:
     """Build one turn; its ``dia_id`` must match its place in the session."""
-    obj = _as_object(item, where)
-    dia_id = _text(obj, "dia_id", where)
+    obj = as_object(item, where)
+    dia_id = text_field(obj, "dia_id", where)
     expected = f"D{session.number}:{index}"
     if dia_id != expected:
         raise InvalidArgument(f"{where}: dia_id {dia_id!r} should be {expected!r}")
@@ -263,8 +245,8 @@ def _parse_turn(item: object, session: _Session, index: int, where: str) -> Loco
         dia_id=dia_id,
         session=session.number,
         index=index,
-        speaker=_text(obj, "speaker", where),
-        text=_text(obj, "text", where),
+        speaker=text_field(obj, "speaker", where),
+        text=text_field(obj, "text", where),
         caption=_caption(obj, where),
         time=session.time,
     )
@@ -274,7 +256,7 @@ def _parse_question(
     item: object, index: int, sample_id: str, known: Container[str], where: str
 ) -> LocomoQuestion:
     """Build one QA item, normalising its evidence against the existing turns."""
-    obj = _as_object(item, where)
+    obj = as_object(item, where)
     evidence = obj.get("evidence", [])
     if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
         raise InvalidArgument(f"{where}: 'evidence' must be a list of strings")
@@ -284,7 +266,7 @@ def _parse_question(
     return LocomoQuestion(
         conversation_id=sample_id,
         index=index,
-        question=_text(obj, "question", where),
+        question=text_field(obj, "question", where),
         answer=_optional_text(obj, "answer", where),
         evidence=tuple(i for i in canonical_dia_ids(evidence) if i in known),
         category=category,
@@ -300,30 +282,6 @@ def _caption(obj: Mapping[str, object], where: str) -> str | None:
     return caption if caption and caption.strip() else None
 
 
-def _month_number(name: str) -> int:
-    """Return 1-12 for a full or three-letter English month name, else 0."""
-    name = name.lower()
-    for number, month in enumerate(_MONTHS, start=1):
-        if name == month or (len(name) == 3 and month.startswith(name)):
-            return number
-    return 0
-
-
-def _as_object(value: object, where: str) -> Mapping[str, object]:
-    """Return ``value`` as a JSON object or raise naming the place."""
-    if not isinstance(value, dict):
-        raise InvalidArgument(f"{where}: expected a JSON object, got {type(value).__name__}")
-    return value
-
-
-def _text(obj: Mapping[str, object], key: str, where: str) -> str:
-    """Return a required string field."""
-    value = obj.get(key)
-    if not isinstance(value, str):
-        raise InvalidArgument(f"{where}: {key!r} must be a string, got {value!r}")
-    return value
-
-
 def _optional_text(obj: Mapping[str, object], key: str, where: str) -> str | None:
     """Return an optional scalar field as a string (``2022`` becomes ``"2022"``)."""
     value = obj.get(key)
@@ -332,12 +290,3 @@ def _optional_text(obj: Mapping[str, object], key: str, where: str) -> str | Non
     if isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)
     raise InvalidArgument(f"{where}: {key!r} must be a string or number, got {value!r}")
-
-
-def _check_unique(values: Iterable[str], where: str) -> None:
-    """Raise if any value repeats; ids must be unique to key results by them."""
-    seen: set[str] = set()
-    for value in values:
-        if value in seen:
-            raise InvalidArgument(f"{where} {value!r} appears twice")
-        seen.add(value)

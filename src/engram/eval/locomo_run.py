@@ -5,9 +5,7 @@ each turn becomes one ``episode`` memory written through the normal write path
 (content = speaker, text and image caption; observed at the session time;
 ``source.ref`` = the dia_id). Each question is then asked of four systems:
 
-* ``bm25``: the lexical candidate query alone;
-* ``dense``: the vector candidate query alone (same embedder);
-* ``hybrid``: reciprocal-rank fusion of the two, no rerank;
+* ``bm25``, ``dense``, ``hybrid``: the baselines of ``engram.eval.baselines``;
 * ``engram``: the full recall pipeline (eligibility, dedup, rerank, floor,
   conflicts, budget), which may abstain (status ``empty``).
 """
@@ -22,17 +20,16 @@ from typing import Any
 
 from engram.config import Budget, Config
 from engram.engram import Engram
+from engram.eval.baselines import Ranker, baseline_rankers, percentiles
 from engram.eval.locomo import LocomoConversation, LocomoQuestion, turn_text
 from engram.eval.metrics import LocomoScores, RetrievalOutcome, score_locomo
 from engram.recall.model import RecallStatus
-from engram.scope import Context, resolve
-from engram.store.predicate import Visibility
+from engram.scope import Context
 
 __all__ = ["SYSTEMS", "LocomoRun", "ingest", "run_locomo"]
 
 SYSTEMS = ("bm25", "dense", "hybrid", "engram")
 TENANT = "locomo"
-_ACTIVE = ("active",)
 
 
 @dataclass
@@ -48,7 +45,7 @@ class LocomoRun:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly summary."""
-        lat = {name: _percentiles(values) for name, values in self.latency_ms.items()}
+        lat = {name: percentiles(values) for name, values in self.latency_ms.items()}
         return {
             "systems": {name: s.to_dict() for name, s in self.scores.items()},
             "latency_ms": lat,
@@ -57,17 +54,6 @@ class LocomoRun:
             "rejected_turns": dict(self.rejected),
             "merged_turns": self.merged,
         }
-
-
-def _percentiles(values: Sequence[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    if not ordered:
-        return {}
-
-    def pick(q: float) -> float:
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-    return {"p50": round(pick(0.5), 3), "p95": round(pick(0.95), 3)}
 
 
 def context_for(conv: LocomoConversation) -> Context:
@@ -97,43 +83,23 @@ def ingest(mem: Engram, conv: LocomoConversation, run: LocomoRun) -> dict[str, s
     return mapping
 
 
-def _rrf(lists: Sequence[Sequence[str]], k: int, depth: int) -> list[str]:
-    fused: dict[str, float] = {}
-    for ranked in lists:
-        for rank, item in enumerate(ranked):
-            fused[item] = fused.get(item, 0.0) + 1.0 / (k + rank + 1)
-    return sorted(fused, key=lambda i: -fused[i])[:depth]
-
-
 Retriever = Callable[[LocomoConversation, LocomoQuestion], tuple[list[str], bool]]
 
 
 def _systems(mem: Engram, depth: int, now_of: Mapping[str, Any]) -> dict[str, Retriever]:
-    store, embedder, rc = mem.store, mem.embedder, mem.config.recall
     budget = Budget(max_items=depth, max_tokens=1_000_000,
                     per_type=dict.fromkeys(mem.config.types, depth))  # fmt: skip
 
-    def vis(conv: LocomoConversation) -> Visibility:
-        return Visibility.of(resolve(context_for(conv)))
-
-    def bm25(conv: LocomoConversation, q: LocomoQuestion) -> tuple[list[str], bool]:
-        return [i for i, _ in store.lexical(vis(conv), q.question, _ACTIVE, depth)], False
-
-    def dense(conv: LocomoConversation, q: LocomoQuestion) -> tuple[list[str], bool]:
-        vec = embedder.embed([q.question])[0]
-        hits = store.vector(vis(conv), vec, embedder.model_id, _ACTIVE, depth)
-        return [i for i, _ in hits], False
-
-    def hybrid(conv: LocomoConversation, q: LocomoQuestion) -> tuple[list[str], bool]:
-        lists = [bm25(conv, q)[0], dense(conv, q)[0]]
-        return _rrf(lists, rc.rrf_k, depth), False
+    def baseline(rank: Ranker) -> Retriever:
+        return lambda conv, q: (rank(context_for(conv), q.question), False)
 
     def full(conv: LocomoConversation, q: LocomoQuestion) -> tuple[list[str], bool]:
         result = mem.recall(context_for(conv), q.question, budget=budget,
                             now=now_of[conv.sample_id])  # fmt: skip
         return result.ids, result.status == RecallStatus.EMPTY
 
-    return {"bm25": bm25, "dense": dense, "hybrid": hybrid, "engram": full}
+    rankers = baseline_rankers(mem, depth)
+    return {**{name: baseline(rank) for name, rank in rankers.items()}, "engram": full}
 
 
 def run_locomo(

@@ -45,7 +45,13 @@ __all__ = [
     "LocomoScores",
     "RecallTable",
     "RetrievalOutcome",
+    "cell",
+    "check_ks",
     "markdown_table",
+    "mean",
+    "percent",
+    "recall_fraction",
+    "render_table",
     "score_locomo",
     "write_chart",
 ]
@@ -139,7 +145,7 @@ def score_locomo(
     that is not a turn of its conversation, or ``ks`` that are not distinct
     positive integers.
     """
-    checked_ks = _check_ks(ks)
+    checked_ks = check_ks(ks)
     scores = [
         _score_question(conversation, question, outcomes, checked_ks)
         for conversation in conversations
@@ -204,7 +210,7 @@ def _draw_bars(axes: Axes, results: Mapping[str, LocomoScores], k: int) -> None:
     """Draw one group of bars per category, one bar per system, labelled in %."""
     width = 0.8 / len(results)
     for position, (name, scores) in enumerate(results.items()):
-        values = [_percent(scores.turn_recall[group].get(k)) for group in GROUPS]
+        values = [percent(scores.turn_recall[group].get(k)) for group in GROUPS]
         xs = [group + position * width for group in range(len(GROUPS))]
         heights = [math.nan if v is None else v for v in values]
         bars = axes.bar(xs, heights, width, label=name)
@@ -218,7 +224,7 @@ def _draw_bars(axes: Axes, results: Mapping[str, LocomoScores], k: int) -> None:
     axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
 
-def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
+def check_ks(ks: Sequence[int]) -> tuple[int, ...]:
     """Return ``ks`` as a tuple after checking they are distinct positive ints."""
     checked = tuple(ks)
     valid = all(isinstance(k, int) and not isinstance(k, bool) and k > 0 for k in checked)
@@ -244,8 +250,8 @@ def _score_question(
     gold = _sessions(conversation, question.evidence, key)
     if question.category == ADVERSARIAL or not gold:
         return _QuestionScore(question.category, None, None, outcome.abstained)
-    turn = tuple(_recall(question.evidence, outcome.ids[:k]) for k in ks)
-    session = tuple(_recall(gold, retrieved[:k]) for k in ks)
+    turn = tuple(recall_fraction(question.evidence, outcome.ids[:k]) for k in ks)
+    session = tuple(recall_fraction(gold, retrieved[:k]) for k in ks)
     return _QuestionScore(question.category, turn, session, outcome.abstained)
 
 
@@ -259,7 +265,7 @@ def _sessions(
         raise InvalidArgument(f"question {key!r}: {exc}") from None
 
 
-def _recall(gold: Iterable[object], retrieved: Iterable[object]) -> float:
+def recall_fraction(gold: Iterable[object], retrieved: Iterable[object]) -> float:
     """Return the fraction of distinct gold items found in ``retrieved``."""
     wanted = set(gold)
     return len(wanted.intersection(retrieved)) / len(wanted)
@@ -277,13 +283,13 @@ def _recall_table(
             for s in scores
             if s.category in categories and (values := s.turn if turn else s.session) is not None
         ]
-        table[group] = {k: _mean(row[i] for row in rows) for i, k in enumerate(ks)}
+        table[group] = {k: mean(row[i] for row in rows) for i, k in enumerate(ks)}
     return table
 
 
 def _abstention(scores: Sequence[_QuestionScore], categories: tuple[int, ...]) -> float | None:
     """Return the share of questions in ``categories`` that were abstained on."""
-    return _mean(float(s.abstained) for s in scores if s.category in categories)
+    return mean(float(s.abstained) for s in scores if s.category in categories)
 
 
 def _counts(scores: Sequence[_QuestionScore]) -> dict[str, GroupCounts]:
@@ -297,7 +303,7 @@ def _counts(scores: Sequence[_QuestionScore]) -> dict[str, GroupCounts]:
     return counts
 
 
-def _mean(values: Iterable[float]) -> float | None:
+def mean(values: Iterable[float]) -> float | None:
     """Return the arithmetic mean, or ``None`` for no values."""
     collected = list(values)
     return math.fsum(collected) / len(collected) if collected else None
@@ -316,9 +322,9 @@ def _recall_section(
     rows = []
     for name, scores in results.items():
         recall = scores.turn_recall if turn else scores.session_recall
-        cells = [_cell(_percent(recall[group].get(k))) for group in GROUPS for k in ks]
+        cells = [cell(percent(recall[group].get(k))) for group in GROUPS for k in ks]
         rows.append([name, *cells])
-    return f"### {title}\n\n" + _table(["system", *headers], rows)
+    return f"### {title}\n\n" + render_table(["system", *headers], rows)
 
 
 def _abstention_section(results: Mapping[str, LocomoScores]) -> str:
@@ -327,12 +333,12 @@ def _abstention_section(results: Mapping[str, LocomoScores]) -> str:
     rows = [
         [
             name,
-            _cell(_percent(scores.adversarial_abstention)),
-            _cell(_percent(scores.answerable_abstention)),
+            cell(percent(scores.adversarial_abstention)),
+            cell(percent(scores.answerable_abstention)),
         ]
         for name, scores in results.items()
     ]
-    return "### Abstention (%)\n\n" + _table(headers, rows)
+    return "### Abstention (%)\n\n" + render_table(headers, rows)
 
 
 def _counts_section(results: Mapping[str, LocomoScores]) -> str:
@@ -347,10 +353,10 @@ def _counts_section(results: Mapping[str, LocomoScores]) -> str:
         ]
         for name, scores in results.items()
     ]
-    return "### Questions scored\n\n" + _table(headers, rows)
+    return "### Questions scored\n\n" + render_table(headers, rows)
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """Render a Markdown table; the first column left-aligned, the rest right."""
     escaped = [[cell.replace("|", "\\|") for cell in row] for row in [headers, *rows]]
     rule = ["---", *("---:" for _ in headers[1:])]
@@ -365,11 +371,11 @@ def _group_label(group: str) -> str:
     return f"{CATEGORY_NAMES[int(group)]} ({group})"
 
 
-def _percent(value: float | None) -> float | None:
+def percent(value: float | None) -> float | None:
     """Return a share as a percentage, keeping ``None``."""
     return None if value is None else 100 * value
 
 
-def _cell(value: float | None) -> str:
+def cell(value: float | None) -> str:
     """Format a percentage with one decimal, or ``n/a``."""
     return "n/a" if value is None else f"{value:.1f}"
