@@ -67,7 +67,7 @@ def ingest(mem: Engram, conv: LocomoConversation, run: LocomoRun) -> dict[str, s
         {"content": turn_text(t), "type": "episode", "confidence": 1.0,
          "observed_at": t.time + timedelta(seconds=t.index),
          "source": {"kind": "conversation", "ref": t.dia_id},
-         "consent_basis": "dataset_licence", "retention": "permanent"}
+         "consent_basis": "dataset_licence"}
         for t in conv.turns
     ]  # fmt: skip
     results = mem.remember_many(context_for(conv), items, now=conv.turns[-1].time)
@@ -87,8 +87,7 @@ Retriever = Callable[[LocomoConversation, LocomoQuestion], tuple[list[str], bool
 
 
 def _systems(mem: Engram, depth: int, now_of: Mapping[str, Any]) -> dict[str, Retriever]:
-    budget = Budget(max_items=depth, max_tokens=1_000_000,
-                    per_type=dict.fromkeys(mem.config.types, depth))  # fmt: skip
+    budget = Budget(max_items=depth, max_tokens=1_000_000)  # default quotas and retention
 
     def baseline(rank: Ranker) -> Retriever:
         return lambda conv, q: (rank(context_for(conv), q.question), False)
