@@ -72,7 +72,7 @@ class TypePolicy:
 
 
 def default_types() -> Mapping[str, TypePolicy]:
-    """The built-in type set (SPEC section 2); configuration may replace it."""
+    """The built-in type set (docs/contract.md section 2); configuration may replace it."""
     sem, epi, proc, work = Tier.SEMANTIC, Tier.EPISODIC, Tier.PROCEDURAL, Tier.WORKING
     long, perm = Retention.LONG_TERM, Retention.PERMANENT
     return MappingProxyType(
@@ -116,7 +116,7 @@ class WritePolicy:
 
 @dataclass(frozen=True, slots=True)
 class ScoreWeights:
-    """Weights of the rerank components (SPEC section 4); they need not sum to 1.
+    """Weights of the rerank components (docs/contract.md section 4); they need not sum to 1.
 
     ``structural`` rewards a hard constraint, rule or task state of a scope the
     request works in (repo, project, task, session): scope beats similarity when

@@ -1,4 +1,4 @@
-"""The facade: the Python SDK of SPEC section 7.
+"""The facade: the Python SDK of docs/contract.md section 7.
 
 Each method validates its arguments at this edge, resolves the caller's
 ``Context`` into a ``Scope`` (raising ``IncompleteIdentity`` when tenant or user
@@ -174,7 +174,7 @@ class Engram:
                  **fields: Any) -> WriteResult:  # fmt: skip
         """Propose one memory; the write path decides ADD, CONFIRM, SUPERSEDE, ... or REJECT.
 
-        ``fields`` are the keyword arguments of SPEC section 7 (type, scope, key,
+        ``fields`` are the keyword arguments of docs/contract.md section 7 (type, scope, key,
         value, authority, confidence, valid_from, valid_to, observed_at, source,
         sensitivity, consent_basis, retention, importance, private, purpose).
         """
@@ -330,7 +330,7 @@ class Engram:
     ) -> RecallResult:  # fmt: skip
         """The memories that should influence the next action, rendered and explained.
 
-        Runs the ten-stage read path (SPEC section 4). ``as_of`` asks what was valid
+        Runs the ten-stage read path (docs/contract.md section 4). ``as_of`` asks what was valid
         at that time; ``now`` fixes the clock. Outcomes such as ``empty`` or
         ``ambiguous`` are statuses of the result, not exceptions.
         """

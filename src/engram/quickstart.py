@@ -1,9 +1,10 @@
 """The quickstart: store seed 000's coding-agent memories and show what Engram does.
 
-Stores the five memories of the iOS / Objective-C example, shows a governed
-correction and a refused secret, lists what is stored, then recalls for the
-request "Add network-state handling to the iOS application." and prints the
-rendered memory block with the trace summary.
+Stores the memories of the iOS / Objective-C example, shows a model guess kept
+as disputed and a refused secret, lists what is stored, then recalls for the
+request "Add network-state handling to the iOS application.": the request, what
+was selected with its reason and non-zero score parts, what was left out and
+why (from the trace), and the memory block an agent puts in its prompt.
 """
 
 from __future__ import annotations
@@ -62,12 +63,52 @@ def run(db: str = "sqlite:///engram.db", embedder: str = "local") -> None:
         print(f"\naudit chain intact: {mem.audit_verify().ok}")
 
 
+REQUEST = "Add network-state handling to the iOS application."
+
+# What each trace rejection reason means, for a reader of the quickstart.
+_WHY = {
+    "budget": "relevant, but did not fit the budget",
+    "below_relevance_floor": "not relevant enough to this request (below the relevance floor)",
+    "retention_expired": "past its retention",
+    "not_valid_at_as_of": "not valid at the time asked about",
+    "below_confidence_floor": "too uncertain for its type",
+    "purpose_mismatch": "stored for another purpose",
+    "sensitivity": "sensitive, and the request names no matching purpose",
+}
+
+
+def _why(reason: str) -> str:
+    if reason.startswith("status_"):
+        return f"{reason[len('status_'):]}: not a current memory"
+    return _WHY.get(reason, reason)
+
+
 def _recall(mem: Engram, now: datetime) -> None:
-    recall = getattr(mem, "recall", None)
-    if recall is None:
-        return
-    result = recall(CONTEXT, "Add network-state handling to the iOS application.", now=now)
-    _show(f"recall status: {result.status}", result.prompt or "(no memory block)")
+    result = mem.recall(CONTEXT, REQUEST, now=now)
+    print(f"\n== recall ==\nrequest: {REQUEST!r}\nstatus:  {result.status}")
+    stored = {r.id: r for r in mem.list(CONTEXT, status=None, limit=100)}
+    texts = {record_id: r.content for record_id, r in stored.items()}
+    print("\nselected (best first):")
     for item in result.items:
-        parts = ", ".join(f"{k}={v:.2f}" for k, v in item.components.items())
-        print(f"  {item.record.id} score={item.score:.3f} [{parts}]")
+        parts = ", ".join(f"{k} {v:.2f}" for k, v in item.components.items()
+                          if v and k != "semantic_raw")  # fmt: skip
+        print(f"  {item.score:.2f}  {item.record.content}\n        why: {item.reason}"
+              f"\n        score parts: {parts}")  # fmt: skip
+    print("\nleft out:")
+    chosen = set(result.ids)
+    seen: set[str] = set()
+    for reason, ids in result.trace.to_dict()["rejections"].items():
+        for record_id in ids:
+            if record_id in chosen or record_id in seen or record_id not in texts:
+                continue
+            seen.add(record_id)
+            print(f"  {texts[record_id]}\n        why: {_why(reason)}")
+    for record_id, record in stored.items():
+        if record_id in chosen or record_id in seen:
+            continue
+        why = ("disputed: a lower-authority contradiction, kept for confirmation and never "
+               "recalled") if record.status == "disputed" else (
+               f"{record.status}: not a current memory" if record.status != "active"
+               else "not a candidate: no shared key, words or meaning")  # fmt: skip
+        print(f"  {record.content}\n        why: {why}")
+    _show("the memory block an agent puts in its prompt", result.prompt or "(none)")

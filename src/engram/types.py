@@ -172,7 +172,7 @@ def _checked_source(kind: object, ref: object, derived: object) -> Source:
 
 @dataclass(frozen=True, slots=True)
 class Record:
-    """One version of one memory, exactly as stored (SPEC section 2)."""
+    """One version of one memory, exactly as stored (docs/contract.md section 2)."""
 
     id: str
     tenant_id: str

@@ -120,7 +120,7 @@ class RecallItem:
 
 @dataclass(frozen=True, slots=True)
 class RecallResult:
-    """What ``recall`` returns (SPEC section 7)."""
+    """What ``recall`` returns (docs/contract.md section 7)."""
 
     status: RecallStatus
     items: Sequence[RecallItem]

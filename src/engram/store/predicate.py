@@ -3,7 +3,7 @@
 Every storage read that can return a record filters with one of the values
 below, rendered here and nowhere else:
 
-* ``Visibility``: what a resolved ``Scope`` may read (SPEC principle 1);
+* ``Visibility``: what a resolved ``Scope`` may read (docs/contract.md principle 1);
 * ``Subject``: every record of one user of one tenant, for administrative
   export and erasure;
 * ``Tenant``: every record of a tenant, for an administrator following derived

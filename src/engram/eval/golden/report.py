@@ -62,7 +62,7 @@ def conflict_correct(result: CaseResult) -> bool | None:
 
 
 def _check_prompt(result: CaseResult) -> list[str]:
-    """Rendering invariants every case must hold (SPEC principles 7 and 8)."""
+    """Rendering invariants every case must hold (contract principles 7 and 8, docs/contract.md)."""
     prompt, n = result.prompt, len(result.selected)
     if not n:
         return [] if prompt == "" else ["prompt is not empty although nothing was selected"]
