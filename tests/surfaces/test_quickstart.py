@@ -12,8 +12,9 @@ import pytest
 from engram.quickstart import REQUEST, run
 
 
-def test_the_quickstart_explains_every_choice(tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_the_quickstart_explains_every_choice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run(f"sqlite:///{tmp_path / 'quick.db'}", embedder="hashing")
     out = capsys.readouterr().out
     recall = out[out.index("== recall =="):]
