@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 from corpus import Corpus
 from engram import Context, Engram
 from engram.embed import Embedder
+from engram.embed.base import Wrapped
 
 __all__ = [
     "TENANT",
@@ -94,29 +95,13 @@ def ratio(value: float, baseline: float) -> float | None:
 # -- embedders -----------------------------------------------------------------------
 
 
-@dataclass
-class _Wrapped:
-    """An embedder that stands for ``inner``: same model id, same dimension."""
-
-    inner: Embedder
-
-    @property
-    def model_id(self) -> str:
-        """The wrapped model's id (vectors are that model's)."""
-        return self.inner.model_id
-
-    @property
-    def dimension(self) -> int:
-        """The wrapped model's dimension."""
-        return self.inner.dimension
-
-
-@dataclass
-class TimedEmbedder(_Wrapped):
+class TimedEmbedder(Wrapped):
     """Wraps an embedder and adds up the seconds spent in ``embed``."""
 
-    seconds: float = 0.0
-    texts: int = 0
+    def __init__(self, inner: Embedder) -> None:
+        super().__init__(inner)
+        self.seconds = 0.0
+        self.texts = 0
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embed through the wrapped model, timing it."""
@@ -128,16 +113,17 @@ class TimedEmbedder(_Wrapped):
             self.texts += len(texts)
 
 
-@dataclass
-class PrecomputedEmbedder(_Wrapped):
+class PrecomputedEmbedder(Wrapped):
     """Serves vectors computed beforehand; embeds anything else with ``inner``.
 
     Used to keep query embedding out of a timed recall (``recall.py``) and to
     reuse cached build vectors of the local model; ``misses`` counts real embeds.
     """
 
-    known: dict[str, NDArray[np.float32]] = field(default_factory=dict)
-    misses: int = 0
+    def __init__(self, inner: Embedder) -> None:
+        super().__init__(inner)
+        self.known: dict[str, NDArray[np.float32]] = {}
+        self.misses = 0
 
     def add(self, texts: Sequence[str], vectors: NDArray[np.float32]) -> None:
         """Remember ``vectors`` (one row per text)."""

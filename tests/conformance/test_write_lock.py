@@ -19,52 +19,37 @@ from tests.conftest import OpenMem
 
 from engram import Config, Context, EmbeddingError, PartialWrite
 from engram.config import StoreConfig, WritePolicy
+from engram.embed.base import Wrapped
 from engram.embed.hashing import HashingEmbedder
 
 
-class SlowEmbedder:
+class SlowEmbedder(Wrapped):
     """The hashing embedder, but each call signals ``started`` and waits for ``release``."""
 
     def __init__(self) -> None:
-        self._inner = HashingEmbedder()
+        super().__init__(HashingEmbedder())
         self.started = threading.Event()
         self.release = threading.Event()
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         self.started.set()
         assert self.release.wait(30), "the test never released the embedder"
-        return self._inner.embed(texts)
+        return self.inner.embed(texts)
 
 
-class FailingEmbedder:
+class FailingEmbedder(Wrapped):
     """The hashing embedder, failing from its ``fail_at``-th call on."""
 
     def __init__(self, fail_at: int) -> None:
-        self._inner = HashingEmbedder()
+        super().__init__(HashingEmbedder())
         self.calls = 0
         self.fail_at = fail_at
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         self.calls += 1
         if self.calls >= self.fail_at:
             raise EmbeddingError("the embedding endpoint went away")
-        return self._inner.embed(texts)
+        return self.inner.embed(texts)
 
 
 def _short_wait() -> Config:

@@ -17,7 +17,14 @@ from numpy.typing import NDArray
 
 from engram.errors import InvalidArgument
 
-__all__ = ["Embedder", "checked_texts", "empty_matrix", "is_embedder", "normalise_rows"]
+__all__ = [
+    "Embedder",
+    "Wrapped",
+    "checked_texts",
+    "empty_matrix",
+    "is_embedder",
+    "normalise_rows",
+]
 
 
 @runtime_checkable
@@ -96,3 +103,26 @@ def normalise_rows(matrix: NDArray[np.floating]) -> NDArray[np.float32]:
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
     np.maximum(norms, np.float32(1e-12), out=norms)
     return np.ascontiguousarray(rows / norms, dtype=np.float32)
+
+
+class Wrapped:
+    """An embedder standing for ``inner`` (same model id and dimension, so its
+    vectors are ``inner``'s); subclasses change how ``embed`` is reached: timing,
+    caching, delaying or failing it in tests and benchmarks."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+
+    @property
+    def model_id(self) -> str:
+        """The wrapped model's id."""
+        return self.inner.model_id
+
+    @property
+    def dimension(self) -> int:
+        """The wrapped model's dimension."""
+        return self.inner.dimension
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Embed through the wrapped model."""
+        return self.inner.embed(texts)

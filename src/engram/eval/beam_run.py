@@ -36,6 +36,7 @@ from numpy.typing import NDArray
 
 from engram.config import Budget, Config, WritePolicy
 from engram.embed import Embedder, create_embedder
+from engram.embed.base import Wrapped
 from engram.engram import Engram
 from engram.eval.baselines import Ranker, baseline_rankers, percentiles
 from engram.eval.beam import ABSTENTION, BeamChat, BeamMessage, BeamQuestion
@@ -89,7 +90,7 @@ class BeamRun:
         }
 
 
-class _SharedEmbedder:
+class _SharedEmbedder(Wrapped):
     """An embedder that embeds each distinct text once, for two stores in one run.
 
     Sharing stops before the questions (``stop_sharing``): every system then
@@ -97,7 +98,7 @@ class _SharedEmbedder:
     """
 
     def __init__(self, inner: Embedder) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._rows: dict[str, NDArray[np.float32]] = {}
         self._sharing = True
 
@@ -106,23 +107,13 @@ class _SharedEmbedder:
         self._sharing = False
         self._rows.clear()
 
-    @property
-    def model_id(self) -> str:
-        """The wrapped model's id: vectors are the wrapped model's."""
-        return self._inner.model_id
-
-    @property
-    def dimension(self) -> int:
-        """The wrapped model's dimension."""
-        return self._inner.dimension
-
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embed the texts not seen before, then return every row in order."""
         if not self._sharing:
-            return self._inner.embed(texts)
+            return self.inner.embed(texts)
         todo = list(dict.fromkeys(t for t in texts if t not in self._rows))
         if todo:
-            self._rows.update(zip(todo, self._inner.embed(todo), strict=True))
+            self._rows.update(zip(todo, self.inner.embed(todo), strict=True))
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.ascontiguousarray(np.stack([self._rows[t] for t in texts]))
