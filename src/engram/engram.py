@@ -41,7 +41,7 @@ from engram.recall.pipeline import Request
 from engram.recall.pipeline import run as run_pipeline
 from engram.recall.render import render
 from engram.recall.usage import UsageRecorder
-from engram.scope import GLOBAL, Context, Scope, parse_scope, resolve
+from engram.scope import GLOBAL, Context, Scope, resolve
 from engram.store.audit import AuditReport
 from engram.store.base import Store
 from engram.store.predicate import NO_AGENT, NO_USER, Visibility
@@ -60,11 +60,12 @@ from engram.types import (
     parse_enum,
 )
 from engram.write import corrections
+from engram.write.batch import actor, stage, write_chunk
 from engram.write.commit import Owner
 from engram.write.index import RebuildReport, rebuild
-from engram.write.ownership import owning_agent
+from engram.write.passages import expand
 from engram.write.path import WritePath
-from engram.write.proposal import build_proposal, check_iterable, check_turns, proposal_fields
+from engram.write.proposal import build_proposal, check_turns, proposal_fields
 from engram.write.propose import Proposer, RuleProposer
 
 __all__ = ["Engram"]
@@ -92,10 +93,6 @@ def _sqlite_path(url: str) -> str:
         scheme = url.split("://", 1)[0]
         raise ConfigError(f"unsupported store URL scheme {scheme!r}; use sqlite:///path")
     return url
-
-
-def _actor(scope: Scope) -> str:
-    return f"agent:{scope.agent_id}" if scope.agent_id else f"user:{scope.user_id}"
 
 
 class Engram:
@@ -177,6 +174,8 @@ class Engram:
         ``fields`` are the keyword arguments of SPEC section 7 (type, scope, key,
         value, authority, confidence, valid_from, valid_to, observed_at, source,
         sensitivity, consent_basis, retention, importance, private, purpose).
+        Content over ``config.write.max_content_bytes`` is stored as passages
+        (``engram.write.passages``); ``WriteResult.passages`` lists their ids.
         """
         return self.remember_many(ctx, [{"content": content, **fields}], now=now)[0]
 
@@ -195,12 +194,13 @@ class Engram:
         """
         scope = resolve(ctx)
         when = self._now(now)
-        staged = self._stage(scope, items)
+        staged = stage(self.config, scope, items, when)
         size = self.config.write.batch_items
         results: list[WriteResult] = []
         for start in range(0, len(staged), size):
             try:
-                results += self._write_chunk(scope, staged[start : start + size], when)
+                results += write_chunk(self.store, self._writer, scope,
+                                       staged[start : start + size], when)  # fmt: skip
             except EngramError as exc:
                 if not results:
                     raise
@@ -209,45 +209,6 @@ class Engram:
                     f"{len(results)}'s chunk failed: {exc}", list(results),
                 ) from exc  # fmt: skip
         return results
-
-    def _stage(
-        self, scope: Scope, items: Iterable[Mapping[str, Any]]
-    ) -> builtins.list[tuple[str, Proposal]]:
-        """Every item validated into (target scope, proposal), before any write."""
-        check_iterable(items, "items")
-        staged = []
-        for index, item in enumerate(items):
-            if not isinstance(item, Mapping) or "content" not in item:
-                raise InvalidArgument(f"item {index} must be a mapping with 'content'")
-            fields = proposal_fields(item, f"item {index}")
-            target = parse_scope(fields.pop("scope", "user"), scope)
-            proposal = build_proposal(self.config, fields.pop("content"), scope=target, **fields)
-            if proposal.authority == Authority.EXPLICIT_ADMIN:
-                raise InvalidArgument("authority explicit_admin is reserved to remember_global")
-            staged.append((target, proposal))
-        return staged
-
-    def _write_chunk(
-        self, scope: Scope, chunk: Sequence[tuple[str, Proposal]], when: datetime
-    ) -> builtins.list[WriteResult]:
-        """Prepare each target's proposals with no lock held, then commit them all in
-        one transaction (decisions read the slots there)."""
-        groups: dict[tuple[str, str], list[int]] = {}
-        for index, (target, proposal) in enumerate(chunk):
-            slot = (target, owning_agent(scope.agent_id, proposal))
-            groups.setdefault(slot, []).append(index)
-        prepared = {
-            slot: self._writer.prepare([chunk[i][1] for i in indexes])
-            for slot, indexes in groups.items()
-        }
-        results: dict[int, WriteResult] = {}
-        with self.store.transaction():
-            for (target, agent), indexes in groups.items():
-                owner = Owner(scope.tenant_id, scope.user_id, agent, target, _actor(scope),
-                              scope.agent_id or NO_AGENT)  # fmt: skip
-                written = self._writer.commit_prepared(owner, prepared[(target, agent)], when)
-                results.update(zip(indexes, written, strict=True))
-        return [results[i] for i in range(len(chunk))]
 
     def observe(
         self, ctx: Context, turns: Sequence[Turn], *, proposer: Proposer | None = None,
@@ -279,7 +240,9 @@ class Engram:
             fields.setdefault("authority", Authority.EXPLICIT_ADMIN)
         proposal = build_proposal(self.config, content, scope=GLOBAL, **fields)
         owner = Owner(scope.tenant_id, NO_USER, NO_AGENT, GLOBAL, "admin")
-        return self._writer.write(owner, [proposal], self._now(now))[0]
+        when = self._now(now)
+        unit = expand(proposal, GLOBAL, self.config.write, when)
+        return self._writer.write(owner, [unit], when)[0]
 
     def correct(self, ctx: Context, memory_id: str, content: str, value: Any = None,
                 now: datetime | None = None) -> WriteResult:  # fmt: skip
@@ -290,7 +253,7 @@ class Engram:
         value = build_proposal(self.config, content, value=value).value  # canonical JSON
         record = self._own_record(vis, memory_id)
         return corrections.correct(self.store, self.embedder, self.config, vis, record.id,
-                                   content, value, _actor(scope), self._now(now))  # fmt: skip
+                                   content, value, actor(scope), self._now(now))  # fmt: skip
 
     def retract(self, ctx: Context, memory_id: str, reason: str = "retracted by the user",
                 now: datetime | None = None) -> WriteResult:  # fmt: skip
@@ -299,20 +262,20 @@ class Engram:
         if not limits.text(reason, "reason", limits.MAX_REASON_CHARS).strip():
             raise InvalidArgument("reason must be a non-empty string")
         record = self._own_record(vis, memory_id)
-        return corrections.retract(self.store, vis, record.id, reason, _actor(scope),
+        return corrections.retract(self.store, vis, record.id, reason, actor(scope),
                                    self._now(now))  # fmt: skip
 
     def expire(self, ctx: Context, memory_id: str, now: datetime | None = None) -> WriteResult:
         """End a memory's validity now (EXPIRE)."""
         scope, vis = self._visible(ctx)
         record = self._own_record(vis, memory_id)
-        return corrections.expire(self.store, vis, record.id, _actor(scope), self._now(now))
+        return corrections.expire(self.store, vis, record.id, actor(scope), self._now(now))
 
     def forget(self, ctx: Context, memory_id: str) -> forgetting.ForgetReceipt:
         """Hard-delete a memory, all its versions and copies derived from them."""
         scope, vis = self._visible(ctx)
         record = self._own_record(vis, memory_id)
-        return forgetting.forget(self.store, vis, record, _actor(scope), self._now(None),
+        return forgetting.forget(self.store, vis, record, actor(scope), self._now(None),
                                  self._usage)  # fmt: skip
 
     def erase_subject(self, tenant_id: str, user_id: str) -> forgetting.ErasureReceipt:

@@ -67,5 +67,5 @@ def test_any_text_is_cut_within_the_limit_and_loses_only_whitespace(
 
 
 def test_a_limit_below_one_character_is_refused() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="at least one character"):
         split_text("abc", 3)

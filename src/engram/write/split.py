@@ -36,18 +36,19 @@ def _size(text: str) -> int:
 
 
 def _pack(segments: list[str], limit: int, level: int) -> list[str]:
-    """Join consecutive segments while they fit; a segment too large alone is cut
-    at the next finer boundary and its last piece stays open for what follows."""
+    """Join consecutive segments while they fit (whitespace trailing a passage does
+    not count: it is stripped); a segment too large alone is cut at the next finer
+    boundary and its last piece stays open for what follows."""
     out: list[str] = []
     current, used = "", 0
     for segment in segments:
-        size = _size(segment)
-        if used + size <= limit:
+        size, kept = _size(segment), _size(segment.rstrip())  # a cut strips what trails
+        if used + kept <= limit:
             current, used = current + segment, used + size
             continue
         if current:
             out.append(current)
-        if size <= limit:
+        if kept <= limit:
             current, used = segment, size
             continue
         pieces = _pack(_finer(segment, level + 1, limit), limit, level + 1)
