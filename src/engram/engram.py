@@ -9,9 +9,7 @@ operation. No method here builds SQL or decides policy.
 from __future__ import annotations
 
 import builtins
-import dataclasses
 import json
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -21,7 +19,6 @@ from engram.clock import Clock, SystemClock, require_aware
 from engram.config import Budget, Config
 from engram.embed import Embedder, create_embedder
 from engram.errors import (
-    ConfigError,
     EngramError,
     Forbidden,
     InvalidArgument,
@@ -47,9 +44,9 @@ from engram.store.base import Store
 from engram.store.predicate import NO_AGENT, NO_USER, Visibility
 from engram.store.rows import to_micros
 from engram.store.sqlite import SQLiteStore
+from engram.store.url import sqlite_path
 from engram.types import (
     Authority,
-    Proposal,
     Record,
     Source,
     SourceKind,
@@ -60,7 +57,7 @@ from engram.types import (
     parse_enum,
 )
 from engram.write import corrections
-from engram.write.batch import actor, stage, write_chunk
+from engram.write.batch import actor, proposal_item, stage, write_chunk
 from engram.write.commit import Owner
 from engram.write.index import RebuildReport, rebuild
 from engram.write.passages import expand
@@ -73,26 +70,6 @@ __all__ = ["Engram"]
 _STATUS_ALL = tuple(status.value for status in Status)
 _MAX_URL = 4096
 _MAX_INTENT = 64
-
-
-def _sqlite_path(url: str) -> str:
-    """``sqlite:///rel.db``, ``sqlite:////abs.db``, ``sqlite://:memory:`` or a bare path.
-
-    Surrounding whitespace and control characters are refused: a path that only
-    looks like another would silently open (or create) a second database."""
-    if url != url.strip() or any(unicodedata.category(c)[0] == "C" for c in url):
-        raise ConfigError("store URL must not have surrounding whitespace or control characters")
-    if url.startswith("sqlite://"):
-        rest = url[len("sqlite://") :]
-        if rest in (":memory:", "/:memory:"):
-            return ":memory:"
-        if not rest.startswith("/") or len(rest) < 2:
-            raise ConfigError(f"sqlite URL must be sqlite:///path or sqlite://:memory:, got {url}")
-        return rest[1:]
-    if "://" in url:
-        scheme = url.split("://", 1)[0]
-        raise ConfigError(f"unsupported store URL scheme {scheme!r}; use sqlite:///path")
-    return url
 
 
 class Engram:
@@ -129,7 +106,7 @@ class Engram:
         if clock is not None and not isinstance(clock, Clock):
             raise InvalidArgument("clock must have a now() method (an engram.Clock)")
         config = config or Config()
-        store = SQLiteStore(_sqlite_path(url), config.store)
+        store = SQLiteStore(sqlite_path(url), config.store)
         return cls(store, create_embedder(embedder, **embedder_options), config, clock)
 
     def close(self) -> None:
@@ -222,7 +199,7 @@ class Engram:
         resolve(ctx)
         check_turns(turns)
         proposals = (proposer or RuleProposer()).propose(list(turns))
-        items = [_proposal_item(p) for p in proposals]
+        items = [proposal_item(p) for p in proposals]
         return self.remember_many(ctx, items, now=now) if items else []
 
     def remember_global(self, tenant_id: str, content: str, *, now: datetime | None = None,
@@ -393,13 +370,6 @@ class Engram:
         One transaction re-embeds every record: other writers wait until it commits
         (the only write that embeds under the lock; run it when the store is idle)."""
         return rebuild(self.store, self.embedder)
-
-
-def _proposal_item(proposal: Proposal) -> dict[str, Any]:
-    """A proposer's ``Proposal`` as ``remember`` keyword arguments."""
-    item = {f.name: getattr(proposal, f.name) for f in dataclasses.fields(proposal)}
-    item["source"] = proposal.source.to_dict()
-    return item
 
 
 def _statuses(status: str | Status | Sequence[str | Status] | None) -> tuple[str, ...]:

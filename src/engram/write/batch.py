@@ -10,6 +10,7 @@ passages of one long content land together or not at all.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -19,14 +20,14 @@ from engram.errors import InvalidArgument
 from engram.scope import Scope, parse_scope
 from engram.store.base import Store
 from engram.store.predicate import NO_AGENT
-from engram.types import Authority, WriteResult
+from engram.types import Authority, Proposal, WriteResult
 from engram.write.commit import Owner
 from engram.write.ownership import owning_agent
 from engram.write.passages import Unit, expand
 from engram.write.path import WritePath
 from engram.write.proposal import build_proposal, check_iterable, proposal_fields
 
-__all__ = ["actor", "stage", "write_chunk"]
+__all__ = ["actor", "proposal_item", "stage", "write_chunk"]
 
 
 def actor(scope: Scope) -> str:
@@ -75,3 +76,10 @@ def write_chunk(
             written = writer.commit_prepared(owner, prepared[(target, agent)], when)
             results.update(zip(indexes, written, strict=True))
     return [results[i] for i in range(len(chunk))]
+
+
+def proposal_item(proposal: Proposal) -> dict[str, Any]:
+    """A proposer's ``Proposal`` as ``remember`` keyword arguments."""
+    item = {f.name: getattr(proposal, f.name) for f in dataclasses.fields(proposal)}
+    item["source"] = proposal.source.to_dict()
+    return item
