@@ -223,12 +223,14 @@ def test_remember_many_mixes_long_and_short_items_in_input_order(
         {"content": "ok"},
         {"content": text + "\n\nA second, longer answer.", "type": "episode"},
         {"content": "The build uses Python 3.11."},
+        {"content": text, "type": "episode"},
     ])  # fmt: skip
     ops = [r.operation for r in results]
     assert ops == [Operation.ADD, Operation.ADD, Operation.REJECT, Operation.ADD,
-                   Operation.CONFIRM]  # fmt: skip
-    assert [len(r.passages) > 1 for r in results] == [False, True, False, True, False]
+                   Operation.CONFIRM, Operation.CONFIRM]  # fmt: skip
+    assert [len(r.passages) > 1 for r in results] == [False, True, False, True, False, True]
     assert not set(results[1].passages) & set(results[3].passages)
+    assert results[5].passages == results[1].passages  # the same batch: confirmed, not added
     assert results[0].record is not None
     assert results[4].record is not None
     assert results[4].record.id == results[0].record.id
