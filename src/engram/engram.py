@@ -9,9 +9,7 @@ operation. No method here builds SQL or decides policy.
 from __future__ import annotations
 
 import builtins
-import dataclasses
 import json
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -21,7 +19,6 @@ from engram.clock import Clock, SystemClock, require_aware
 from engram.config import Budget, Config
 from engram.embed import Embedder, create_embedder
 from engram.errors import (
-    ConfigError,
     EngramError,
     Forbidden,
     InvalidArgument,
@@ -41,15 +38,15 @@ from engram.recall.pipeline import Request
 from engram.recall.pipeline import run as run_pipeline
 from engram.recall.render import render
 from engram.recall.usage import UsageRecorder
-from engram.scope import GLOBAL, Context, Scope, parse_scope, resolve
+from engram.scope import GLOBAL, Context, Scope, resolve
 from engram.store.audit import AuditReport
 from engram.store.base import Store
 from engram.store.predicate import NO_AGENT, NO_USER, Visibility
 from engram.store.rows import to_micros
 from engram.store.sqlite import SQLiteStore
+from engram.store.url import sqlite_path
 from engram.types import (
     Authority,
-    Proposal,
     Record,
     Source,
     SourceKind,
@@ -60,11 +57,12 @@ from engram.types import (
     parse_enum,
 )
 from engram.write import corrections
+from engram.write.batch import actor, proposal_item, stage, write_chunk
 from engram.write.commit import Owner
 from engram.write.index import RebuildReport, rebuild
-from engram.write.ownership import owning_agent
+from engram.write.passages import expand
 from engram.write.path import WritePath
-from engram.write.proposal import build_proposal, check_iterable, check_turns, proposal_fields
+from engram.write.proposal import build_proposal, check_turns, proposal_fields
 from engram.write.propose import Proposer, RuleProposer
 
 __all__ = ["Engram"]
@@ -72,30 +70,6 @@ __all__ = ["Engram"]
 _STATUS_ALL = tuple(status.value for status in Status)
 _MAX_URL = 4096
 _MAX_INTENT = 64
-
-
-def _sqlite_path(url: str) -> str:
-    """``sqlite:///rel.db``, ``sqlite:////abs.db``, ``sqlite://:memory:`` or a bare path.
-
-    Surrounding whitespace and control characters are refused: a path that only
-    looks like another would silently open (or create) a second database."""
-    if url != url.strip() or any(unicodedata.category(c)[0] == "C" for c in url):
-        raise ConfigError("store URL must not have surrounding whitespace or control characters")
-    if url.startswith("sqlite://"):
-        rest = url[len("sqlite://") :]
-        if rest in (":memory:", "/:memory:"):
-            return ":memory:"
-        if not rest.startswith("/") or len(rest) < 2:
-            raise ConfigError(f"sqlite URL must be sqlite:///path or sqlite://:memory:, got {url}")
-        return rest[1:]
-    if "://" in url:
-        scheme = url.split("://", 1)[0]
-        raise ConfigError(f"unsupported store URL scheme {scheme!r}; use sqlite:///path")
-    return url
-
-
-def _actor(scope: Scope) -> str:
-    return f"agent:{scope.agent_id}" if scope.agent_id else f"user:{scope.user_id}"
 
 
 class Engram:
@@ -132,7 +106,7 @@ class Engram:
         if clock is not None and not isinstance(clock, Clock):
             raise InvalidArgument("clock must have a now() method (an engram.Clock)")
         config = config or Config()
-        store = SQLiteStore(_sqlite_path(url), config.store)
+        store = SQLiteStore(sqlite_path(url), config.store)
         return cls(store, create_embedder(embedder, **embedder_options), config, clock)
 
     def close(self) -> None:
@@ -177,6 +151,8 @@ class Engram:
         ``fields`` are the keyword arguments of docs/contract.md section 7 (type, scope, key,
         value, authority, confidence, valid_from, valid_to, observed_at, source,
         sensitivity, consent_basis, retention, importance, private, purpose).
+        Content over ``config.write.max_content_bytes`` is stored as passages
+        (``engram.write.passages``); ``WriteResult.passages`` lists their ids.
         """
         return self.remember_many(ctx, [{"content": content, **fields}], now=now)[0]
 
@@ -195,12 +171,13 @@ class Engram:
         """
         scope = resolve(ctx)
         when = self._now(now)
-        staged = self._stage(scope, items)
+        staged = stage(self.config, scope, items, when)
         size = self.config.write.batch_items
         results: list[WriteResult] = []
         for start in range(0, len(staged), size):
             try:
-                results += self._write_chunk(scope, staged[start : start + size], when)
+                results += write_chunk(self.store, self._writer, scope,
+                                       staged[start : start + size], when)  # fmt: skip
             except EngramError as exc:
                 if not results:
                     raise
@@ -209,45 +186,6 @@ class Engram:
                     f"{len(results)}'s chunk failed: {exc}", list(results),
                 ) from exc  # fmt: skip
         return results
-
-    def _stage(
-        self, scope: Scope, items: Iterable[Mapping[str, Any]]
-    ) -> builtins.list[tuple[str, Proposal]]:
-        """Every item validated into (target scope, proposal), before any write."""
-        check_iterable(items, "items")
-        staged = []
-        for index, item in enumerate(items):
-            if not isinstance(item, Mapping) or "content" not in item:
-                raise InvalidArgument(f"item {index} must be a mapping with 'content'")
-            fields = proposal_fields(item, f"item {index}")
-            target = parse_scope(fields.pop("scope", "user"), scope)
-            proposal = build_proposal(self.config, fields.pop("content"), scope=target, **fields)
-            if proposal.authority == Authority.EXPLICIT_ADMIN:
-                raise InvalidArgument("authority explicit_admin is reserved to remember_global")
-            staged.append((target, proposal))
-        return staged
-
-    def _write_chunk(
-        self, scope: Scope, chunk: Sequence[tuple[str, Proposal]], when: datetime
-    ) -> builtins.list[WriteResult]:
-        """Prepare each target's proposals with no lock held, then commit them all in
-        one transaction (decisions read the slots there)."""
-        groups: dict[tuple[str, str], list[int]] = {}
-        for index, (target, proposal) in enumerate(chunk):
-            slot = (target, owning_agent(scope.agent_id, proposal))
-            groups.setdefault(slot, []).append(index)
-        prepared = {
-            slot: self._writer.prepare([chunk[i][1] for i in indexes])
-            for slot, indexes in groups.items()
-        }
-        results: dict[int, WriteResult] = {}
-        with self.store.transaction():
-            for (target, agent), indexes in groups.items():
-                owner = Owner(scope.tenant_id, scope.user_id, agent, target, _actor(scope),
-                              scope.agent_id or NO_AGENT)  # fmt: skip
-                written = self._writer.commit_prepared(owner, prepared[(target, agent)], when)
-                results.update(zip(indexes, written, strict=True))
-        return [results[i] for i in range(len(chunk))]
 
     def observe(
         self, ctx: Context, turns: Sequence[Turn], *, proposer: Proposer | None = None,
@@ -261,7 +199,7 @@ class Engram:
         resolve(ctx)
         check_turns(turns)
         proposals = (proposer or RuleProposer()).propose(list(turns))
-        items = [_proposal_item(p) for p in proposals]
+        items = [proposal_item(p) for p in proposals]
         return self.remember_many(ctx, items, now=now) if items else []
 
     def remember_global(self, tenant_id: str, content: str, *, now: datetime | None = None,
@@ -279,7 +217,9 @@ class Engram:
             fields.setdefault("authority", Authority.EXPLICIT_ADMIN)
         proposal = build_proposal(self.config, content, scope=GLOBAL, **fields)
         owner = Owner(scope.tenant_id, NO_USER, NO_AGENT, GLOBAL, "admin")
-        return self._writer.write(owner, [proposal], self._now(now))[0]
+        when = self._now(now)
+        unit = expand(proposal, GLOBAL, self.config.write, when)
+        return self._writer.write(owner, [unit], when)[0]
 
     def correct(self, ctx: Context, memory_id: str, content: str, value: Any = None,
                 now: datetime | None = None) -> WriteResult:  # fmt: skip
@@ -290,7 +230,7 @@ class Engram:
         value = build_proposal(self.config, content, value=value).value  # canonical JSON
         record = self._own_record(vis, memory_id)
         return corrections.correct(self.store, self.embedder, self.config, vis, record.id,
-                                   content, value, _actor(scope), self._now(now))  # fmt: skip
+                                   content, value, actor(scope), self._now(now))  # fmt: skip
 
     def retract(self, ctx: Context, memory_id: str, reason: str = "retracted by the user",
                 now: datetime | None = None) -> WriteResult:  # fmt: skip
@@ -299,20 +239,20 @@ class Engram:
         if not limits.text(reason, "reason", limits.MAX_REASON_CHARS).strip():
             raise InvalidArgument("reason must be a non-empty string")
         record = self._own_record(vis, memory_id)
-        return corrections.retract(self.store, vis, record.id, reason, _actor(scope),
+        return corrections.retract(self.store, vis, record.id, reason, actor(scope),
                                    self._now(now))  # fmt: skip
 
     def expire(self, ctx: Context, memory_id: str, now: datetime | None = None) -> WriteResult:
         """End a memory's validity now (EXPIRE)."""
         scope, vis = self._visible(ctx)
         record = self._own_record(vis, memory_id)
-        return corrections.expire(self.store, vis, record.id, _actor(scope), self._now(now))
+        return corrections.expire(self.store, vis, record.id, actor(scope), self._now(now))
 
     def forget(self, ctx: Context, memory_id: str) -> forgetting.ForgetReceipt:
         """Hard-delete a memory, all its versions and copies derived from them."""
         scope, vis = self._visible(ctx)
         record = self._own_record(vis, memory_id)
-        return forgetting.forget(self.store, vis, record, _actor(scope), self._now(None),
+        return forgetting.forget(self.store, vis, record, actor(scope), self._now(None),
                                  self._usage)  # fmt: skip
 
     def erase_subject(self, tenant_id: str, user_id: str) -> forgetting.ErasureReceipt:
@@ -430,13 +370,6 @@ class Engram:
         One transaction re-embeds every record: other writers wait until it commits
         (the only write that embeds under the lock; run it when the store is idle)."""
         return rebuild(self.store, self.embedder)
-
-
-def _proposal_item(proposal: Proposal) -> dict[str, Any]:
-    """A proposer's ``Proposal`` as ``remember`` keyword arguments."""
-    item = {f.name: getattr(proposal, f.name) for f in dataclasses.fields(proposal)}
-    item["source"] = proposal.source.to_dict()
-    return item
 
 
 def _statuses(status: str | Status | Sequence[str | Status] | None) -> tuple[str, ...]:

@@ -237,13 +237,18 @@ class Record:
 
 @dataclass(frozen=True, slots=True)
 class WriteResult:
-    """What ``remember`` and the correction calls decided, and why."""
+    """What ``remember`` and the correction calls decided, and why.
+
+    ``passages`` is empty for one memory; for long content stored as passages it
+    holds every passage's id in order (the first is ``record``, whose operation and
+    reason stand for the group)."""
 
     operation: Operation
     record: Record | None
     reason: str
     superseded: list[str] = field(default_factory=list)
     related: list[str] = field(default_factory=list)
+    passages: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,8 +33,6 @@ PEM = (
     [
         pytest.param("", "empty", id="empty"),
         pytest.param("   \n\t ", "empty", id="blank"),
-        pytest.param("a" * 8193, "8193 bytes", id="oversized"),
-        pytest.param("é" * 4097, "8194 bytes", id="oversized-multibyte"),
         pytest.param("My AWS key is AKIAIOSFODNN7EXAMPLE for prod.", "secret", id="aws-key"),
         pytest.param("The db config says password=Tr0ub4dor&3x", "secret", id="password"),
         pytest.param("Pay with card 4111 1111 1111 1111 please.", "secret", id="card"),
@@ -52,6 +50,27 @@ def test_policy_rejects_and_stores_nothing(
     assert reason_part in w.reason
     assert mem.list(ctx, status=None) == []
     assert mem.export(ctx) == []
+
+
+@pytest.mark.parametrize(
+    ("content", "reason_part"),
+    [
+        pytest.param("a" * 8193, "8193 bytes", id="oversized"),
+        pytest.param("é" * 4097, "8194 bytes", id="oversized-multibyte"),
+    ],
+)
+def test_keyed_content_over_the_size_limit_is_rejected(
+    mem: Engram, ctx: Context, content: str, reason_part: str
+) -> None:
+    """A key holds one value: its content is never split into passages (unkeyed long
+    content is, tests/conformance/test_passages.py)."""
+    w = mem.remember(ctx, content, key="user.notes")
+    assert w.operation == Operation.REJECT
+    assert w.record is None
+    assert w.passages == []
+    assert reason_part in w.reason
+    assert "keyed" in w.reason
+    assert mem.list(ctx, status=None) == []
 
 
 def test_content_at_the_size_limit_is_accepted(mem: Engram, ctx: Context) -> None:

@@ -36,6 +36,7 @@ from engram.store.erasure import Scrub
 from engram.store.predicate import NO_USER, Subject, Tenant, Visibility
 from engram.store.rows import to_micros
 from engram.types import Record
+from engram.write import passages
 
 __all__ = ["ErasureReceipt", "ForgetReceipt", "erase_subject", "forget"]
 
@@ -97,6 +98,17 @@ def _derived_closure(store: Store, tenant: Tenant, ids: list[str]) -> list[str]:
     return found
 
 
+def _versions(store: Store, vis: Visibility, record: Record) -> list[str]:
+    """The ids of ``record``'s version chain, then those of its passage group's head
+    (when ``record`` is a later passage of long content and the head is visible)."""
+    chain = [r.id for r in store.history(vis, record.id)] or [record.id]
+    head_id = passages.head_id(record)
+    head = store.get(vis, head_id) if head_id is not None else None
+    if head is None or not passages.is_head_of(head, record):
+        return chain
+    return chain + [r.id for r in store.history(vis, head.id) if r.id not in chain]
+
+
 @contextmanager
 def _quiet(usage: UsageRecorder | None) -> Iterator[None]:
     with usage.quiesced() if usage is not None else nullcontext():
@@ -132,11 +144,14 @@ def forget(
     store: Store, vis: Visibility, record: Record, actor: str, now: datetime,
     usage: UsageRecorder | None = None,
 ) -> ForgetReceipt:  # fmt: skip
-    """Delete ``record``, every version in its chain and every copy derived from them."""
+    """Delete ``record``, every version in its chain and every copy derived from them.
+
+    A passage of long content is forgotten with its whole group: the chain of its
+    head (passage 1) is deleted too, and the other passages derive from it."""
     tenant = Tenant(vis.tenant_id)
     with _quiet(usage):
         with store.transaction():
-            chain = [r.id for r in store.history(vis, record.id)] or [record.id]
+            chain = _versions(store, vis, record)
             derived = _derived_closure(store, tenant, chain)
             ids = chain + derived
             strings = store.erasure_strings(tenant, ids)

@@ -6,12 +6,16 @@
 caller's transaction, reading the write slot there, so every decision is made
 on what the transaction sees and a batch lands whole or not at all.
 ``WritePath.write`` is both steps for one owner slot in one transaction.
+
+A prepared batch is made of units (``write.passages.Unit``): one proposal, or
+the passages of one long content, which are decided together (``_group``) and
+give one ``WriteResult``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -23,10 +27,11 @@ from engram.embed import Embedder
 from engram.store.base import Store
 from engram.store.predicate import NO_AGENT, OwnerSlot
 from engram.types import Operation, Proposal, Status, WriteResult
-from engram.write import policy
+from engram.write import passages, policy
 from engram.write.commit import Owner, commit, new_record
 from engram.write.decide import Decision, SlotState, decide
 from engram.write.index import embed_contents, vectors_enabled
+from engram.write.passages import Unit
 from engram.write.policy import Verdict, VerdictKind
 from engram.write.proposal import content_hash
 
@@ -39,16 +44,27 @@ _ACTIVE = (Status.ACTIVE.value,)
 class Prepared:
     """Proposals with their policy verdicts, content hashes and vectors, computed
     before any lock is taken. ``model`` is the embedder the vectors came from
-    (None when no vectors were made)."""
+    (None when no vectors were made). ``sizes`` are the proposals of each unit in
+    order (empty: one each)."""
 
     proposals: tuple[Proposal, ...]
     verdicts: tuple[Verdict, ...]
     hashes: tuple[str, ...]
     vectors: tuple[NDArray[np.float32] | None, ...]
     model: str | None
+    sizes: tuple[int, ...] = ()
+
+    def units(self) -> Iterator[slice]:
+        """The span of each unit's proposals."""
+        start = 0
+        for size in self.sizes or (1,) * len(self.proposals):
+            yield slice(start, start + size)
+            start += size
 
     def subset(self, indexes: Sequence[int]) -> Prepared:
-        """The proposals at ``indexes`` (in that order) with what was computed for them."""
+        """The proposals at ``indexes`` (in that order) with what was computed for them;
+        only for a batch of single proposals."""
+        assert not self.sizes or set(self.sizes) == {1}
         return Prepared(
             tuple(self.proposals[i] for i in indexes), tuple(self.verdicts[i] for i in indexes),
             tuple(self.hashes[i] for i in indexes), tuple(self.vectors[i] for i in indexes),
@@ -64,39 +80,72 @@ class WritePath:
         self._embedder = embedder
         self._config = config
 
-    def write(
-        self, owner: Owner, proposals: Sequence[Proposal], now: datetime
-    ) -> list[WriteResult]:
-        """Write every proposal for ``owner`` in one transaction; results in order."""
-        prepared = self.prepare(proposals)
+    def write(self, owner: Owner, units: Sequence[Unit], now: datetime) -> list[WriteResult]:
+        """Write every unit for ``owner`` in one transaction; results in order."""
+        prepared = self.prepare_units(units)
         with self._store.transaction():
             return self.commit_prepared(owner, prepared, now)
 
     def prepare(self, proposals: Sequence[Proposal]) -> Prepared:
         """Policy verdicts, hashes and vectors: the slow part, done with no lock held."""
-        verdicts = tuple(policy.evaluate(p, self._config.write) for p in proposals)
+        return self.prepare_units([Unit("", (p,)) for p in proposals])
+
+    def prepare_units(self, units: Sequence[Unit]) -> Prepared:
+        """``prepare`` for units: a unit judged whole gives its verdict to every part."""
+        proposals = tuple(p for unit in units for p in unit.parts)
+        verdicts = tuple(unit.verdict or policy.evaluate(p, self._config.write)
+                         for unit in units for p in unit.parts)  # fmt: skip
         hashes = tuple(content_hash(p.content) for p in proposals)
         vectors, model = self._vectors(proposals, verdicts)
-        return Prepared(tuple(proposals), verdicts, hashes, vectors, model)
+        sizes = tuple(len(unit.parts) for unit in units)
+        return Prepared(proposals, verdicts, hashes, vectors, model, sizes)
 
     def commit_prepared(
         self, owner: Owner, prepared: Prepared, now: datetime
     ) -> list[WriteResult]:
-        """Decide and commit prepared proposals; the caller holds the transaction.
+        """Decide and commit prepared units, one result each; the caller holds the
+        transaction.
 
         Vectors made under another model than the store's (the store was
         re-indexed meanwhile) are dropped rather than mixed in."""
-        slot = owner.slot
         model = prepared.model
         if model is not None and self._store.vector_model() not in (None, model):
             model = None
-        return [
-            self._one(slot, owner, proposal, verdict, digest, vector if model else None, now)
-            for proposal, verdict, digest, vector in zip(
-                prepared.proposals, prepared.verdicts, prepared.hashes, prepared.vectors,
-                strict=True,
-            )
-        ]  # fmt: skip
+        vectors = prepared.vectors if model else (None,) * len(prepared.vectors)
+        parts = list(zip(prepared.proposals, prepared.verdicts, prepared.hashes, vectors,
+                         strict=True))  # fmt: skip
+        results = []
+        for span in prepared.units():
+            unit = parts[span]
+            if len(unit) == 1:
+                results.append(self._one(owner.slot, owner, *unit[0], now))
+            else:
+                results.append(self._group(owner, unit, now))
+        return results
+
+    def _group(
+        self, owner: Owner,
+        parts: Sequence[tuple[Proposal, Verdict, str, NDArray[np.float32] | None]],
+        now: datetime,
+    ) -> WriteResult:  # fmt: skip
+        """The passages of one long content: all CONFIRM the same group already stored,
+        or all are new (ADD, or DISPUTE when quarantined) and linked to the first.
+        They never confirm other memories one by one (which would leave a hole)."""
+        slot, verdict = owner.slot, parts[0][1]
+        digests = [digest for _, _, digest, _ in parts]
+        stored = None
+        if verdict.kind == VerdictKind.ACCEPT:
+            stored = passages.stored_group(self._store, slot, [p for p, *_ in parts], digests)
+        if stored is not None:
+            return passages.combined([
+                self._one(slot, owner, p, v, d, None, now, SlotState(duplicates=(record,)))
+                for (p, v, d, _), record in zip(parts, stored, strict=True)
+            ])  # fmt: skip
+        head = self._one(slot, owner, *parts[0], now, SlotState())
+        assert head.record is not None
+        rest = [self._one(slot, owner, passages.linked(p, head.record.id), v, d, vector, now,
+                          SlotState()) for p, v, d, vector in parts[1:]]  # fmt: skip
+        return passages.combined([head, *rest])
 
     def _vectors(
         self, proposals: Sequence[Proposal], verdicts: Sequence[Verdict]
@@ -119,8 +168,12 @@ class WritePath:
         digest: str,
         vector: NDArray[np.float32] | None,
         now: datetime,
+        state: SlotState | None = None,
     ) -> WriteResult:
-        state = self._slot_state(slot, proposal, digest, verdict)
+        """Decide and commit one proposal against ``state`` (by default, what the
+        slot holds now)."""
+        if state is None:
+            state = self._slot_state(slot, proposal, digest, verdict)
         threshold = self._config.write.conflict_threshold
         decision = _promoted(owner, decide(proposal, verdict, state, digest, threshold))
         owner = _inherited(owner, decision)

@@ -1,0 +1,85 @@
+"""A batch of ``remember`` items: validated into units, then written chunk by chunk.
+
+``stage`` checks every item before anything is written (a bad one raises
+``InvalidArgument`` naming its index) and turns each into a ``Unit``: one
+proposal, or the passages of content over the size limit (``write.passages``).
+``write_chunk`` prepares the units of each owner slot with no lock held (policy
+and embedding), then decides and commits them all in one transaction, so the
+passages of one long content land together or not at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from engram.config import Config
+from engram.errors import InvalidArgument
+from engram.scope import Scope, parse_scope
+from engram.store.base import Store
+from engram.store.predicate import NO_AGENT
+from engram.types import Authority, Proposal, WriteResult
+from engram.write.commit import Owner
+from engram.write.ownership import owning_agent
+from engram.write.passages import Unit, expand
+from engram.write.path import WritePath
+from engram.write.proposal import build_proposal, check_iterable, proposal_fields
+
+__all__ = ["actor", "proposal_item", "stage", "write_chunk"]
+
+
+def actor(scope: Scope) -> str:
+    """Who a write or change from ``scope`` is audited as."""
+    return f"agent:{scope.agent_id}" if scope.agent_id else f"user:{scope.user_id}"
+
+
+def stage(config: Config, scope: Scope, items: Iterable[Mapping[str, Any]],
+          now: datetime) -> list[Unit]:  # fmt: skip
+    """Every item validated into a unit (its target scope and proposals), before any write."""
+    check_iterable(items, "items")
+    staged = []
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping) or "content" not in item:
+            raise InvalidArgument(f"item {index} must be a mapping with 'content'")
+        fields = proposal_fields(item, f"item {index}")
+        target = parse_scope(fields.pop("scope", "user"), scope)
+        proposal = build_proposal(config, fields.pop("content"), scope=target, **fields)
+        if proposal.authority == Authority.EXPLICIT_ADMIN:
+            raise InvalidArgument("authority explicit_admin is reserved to remember_global")
+        try:
+            staged.append(expand(proposal, target, config.write, now))
+        except InvalidArgument as exc:
+            raise InvalidArgument(f"item {index}: {exc}") from None
+    return staged
+
+
+def write_chunk(
+    store: Store, writer: WritePath, scope: Scope, chunk: Sequence[Unit], when: datetime
+) -> list[WriteResult]:
+    """Prepare each target's units with no lock held, then commit them all in one
+    transaction (decisions read the slots there); results in chunk order."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for index, unit in enumerate(chunk):
+        slot = (unit.target, owning_agent(scope.agent_id, unit.parts[0]))
+        groups.setdefault(slot, []).append(index)
+    prepared = {
+        slot: writer.prepare_units([chunk[i] for i in indexes])
+        for slot, indexes in groups.items()
+    }
+    results: dict[int, WriteResult] = {}
+    with store.transaction():
+        for (target, agent), indexes in groups.items():
+            owner = Owner(scope.tenant_id, scope.user_id, agent, target, actor(scope),
+                          scope.agent_id or NO_AGENT)  # fmt: skip
+            written = writer.commit_prepared(owner, prepared[(target, agent)], when)
+            results.update(zip(indexes, written, strict=True))
+    return [results[i] for i in range(len(chunk))]
+
+
+def proposal_item(proposal: Proposal) -> dict[str, Any]:
+    """A proposer's ``Proposal`` as ``remember`` keyword arguments."""
+    item = {f.name: getattr(proposal, f.name) for f in dataclasses.fields(proposal)}
+    item["source"] = proposal.source.to_dict()
+    return item
