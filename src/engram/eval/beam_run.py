@@ -6,8 +6,8 @@ batch's anchor plus its position (``engram.eval.beam``). Two stores are filled:
 
 * **Engram's** goes through the SDK exactly as documented: ``Config()`` as is,
   no retention or quota override, one ``remember_many`` per batch. Messages over
-  the write policy's 8,192 bytes are REJECTED (``oversized``), exact repeats are
-  merged (CONFIRM), and an episode expires a year (its default retention)
+  the write policy's 8,192 bytes are stored as passages (each maps back to its
+  message), exact repeats are merged (CONFIRM), and an episode expires a year (its default retention)
   after it was last written, confirmed or recalled: with ``write_at="observed"``
   (the default) a message is written when it was observed, as a live agent
   would, so at the end of a long chat its oldest unrecalled episodes may have
@@ -163,8 +163,9 @@ def _ingest_engram(mem: Engram, chat: BeamChat, run: BeamRun, asked_at: datetime
                 run.merged += 1
             elif result.record.expires_at is not None and result.record.expires_at <= asked_at:
                 run.expired += 1
-            else:
-                mapping[result.record.id] = str(message.id)
+            else:  # a long message is stored as passages: each points to the message
+                for record_id in result.passages or (result.record.id,):
+                    mapping[record_id] = str(message.id)
     return mapping
 
 
