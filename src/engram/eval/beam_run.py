@@ -8,11 +8,11 @@ batch's anchor plus its position (``engram.eval.beam``). Two stores are filled:
   no retention or quota override, one ``remember_many`` per batch. Messages over
   the write policy's 8,192 bytes are stored as passages (each maps back to its
   message), exact repeats are merged (CONFIRM), and an episode expires a year
-  (its default retention) after it was last written, confirmed or recalled:
-  with ``write_at="observed"`` (the default) a message is written when it was
+  (its default retention) after it was last written, confirmed or recalled: with
+  ``write_at="observed"`` (the default) a message is written when it was
   observed, as a live agent would, so at the end of a long chat its oldest
-  unrecalled episodes may have expired; ``write_at="end"`` writes everything at the chat's end, as the
-  LoCoMo run does, so nothing has.
+  unrecalled episodes may have expired; ``write_at="end"`` writes everything at
+  the chat's end, as the LoCoMo run does, so nothing has.
 * **The baselines'** holds every message: the write policy's size, secret,
   consent and chatter rules are lifted and retention is permanent, so BM25,
   dense and hybrid (``engram.eval.baselines``) search all of the chat.
