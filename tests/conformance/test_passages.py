@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engram import Config, Context, Engram, InvalidArgument, NotFound, Operation, Status
+from engram import Budget, Config, Context, Engram, InvalidArgument, NotFound, Operation, Status
 from engram.config import WritePolicy
 from engram.types import Proposal, Record, WriteResult
 from engram.write import policy
@@ -262,3 +262,22 @@ def test_content_needing_too_many_passages_is_rejected(
     fits = small.remember(ctx, "word " * 500)
     assert fits.operation == Operation.ADD
     assert 2 < len(fits.passages) <= 256
+
+
+def test_near_identical_passages_of_one_memory_are_never_merged_in_recall(
+    mem: Engram, ctx: Context
+) -> None:
+    """Recall's near-duplicate merge keeps the strongest of alike memories; passages of
+    one long memory hold different text, so none may hide another."""
+    line = "The retry loop backs off exponentially and logs every failed attempt.\n"
+    chunks = [line * 110 for _ in range(3)]
+    chunks[1] = chunks[1].replace(line, "Kestrel flag: the audit sink drops events.\n", 1)
+    written = mem.remember(ctx, "\n\n".join(chunks), type="episode")
+    assert len(written.passages) >= 3
+    texts = {r.id: r.content for r in mem.list(ctx, limit=100)}
+    marked = next(i for i in written.passages if "Kestrel flag" in texts[i])
+    result = mem.recall(ctx, "Kestrel flag audit sink drops events",
+                        budget=Budget(max_items=10, max_tokens=100_000))  # fmt: skip
+    assert marked in result.ids
+    merges = result.trace.to_dict()["merges"]
+    assert not [m for m in merges if {m["kept"], m["merged"]} <= set(written.passages)]

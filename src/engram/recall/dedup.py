@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 from engram.config import RecallConfig
 from engram.kernels import pairwise_dots
+from engram.passage_refs import group_of
 from engram.recall.model import Candidate
 from engram.recall.trace import Trace
 from engram.scope import scope_kind
@@ -55,9 +56,13 @@ def _value_of(cand: Candidate) -> str | None:
 
 
 def _conflicting(a: Candidate, b: Candidate) -> bool:
-    """Same key, different values: a conflict to resolve, never a duplicate to merge."""
+    """Never near-duplicates: two values of one key (a conflict to resolve), or two
+    passages of one long memory (each holds text the other does not)."""
     same_key = a.record.key is not None and a.record.key == b.record.key
-    return same_key and _value_of(a) != _value_of(b)
+    if same_key and _value_of(a) != _value_of(b):
+        return True
+    group = group_of(a.record)
+    return group is not None and group == group_of(b.record)
 
 
 def _group(

@@ -28,7 +28,6 @@ The group (see ``docs/governance.md``, "Long content"):
 from __future__ import annotations
 
 import dataclasses
-import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,6 +36,8 @@ from datetime import datetime, timedelta
 from engram import limits
 from engram.config import WritePolicy
 from engram.errors import InvalidArgument
+from engram.passage_refs import parsed as parse_ref
+from engram.passage_refs import selector
 from engram.store.base import Store
 from engram.store.predicate import NO_AGENT, OwnerSlot
 from engram.types import Proposal, Record, Source, Status, WriteResult
@@ -57,7 +58,6 @@ __all__ = [
 ]
 
 MAX_PASSAGES = 256  # passages of one memory: 2 MiB of content at the default 8 KB
-_SELECTOR = re.compile(r"#p([1-9][0-9]{0,2})/([1-9][0-9]{0,2})\Z")
 _ACTIVE = (Status.ACTIVE.value,)
 
 
@@ -73,23 +73,9 @@ class Unit:
     verdict: Verdict | None = None
 
 
-def selector(ref: str | None, index: int, count: int) -> str:
-    """The ``source.ref`` of passage ``index`` (1-based) of ``count``."""
-    return f"{ref or ''}#p{index}/{count}"
-
-
-def _parsed(ref: str | None) -> tuple[str, int, int] | None:
-    """(caller's ref, index, count) of a passage ref, or None."""
-    match = _SELECTOR.search(ref or "")
-    if match is None or ref is None:
-        return None
-    index, count = int(match.group(1)), int(match.group(2))
-    return (ref[: match.start()], index, count) if index <= count else None
-
-
 def head_id(record: Record) -> str | None:
     """The id of the head a non-head passage names, or None."""
-    parsed = _parsed(record.source.ref)
+    parsed = parse_ref(record.source.ref)
     if parsed is None or parsed[1] == 1 or len(record.source.derived_from) != 1:
         return None
     return record.source.derived_from[0]
@@ -97,7 +83,7 @@ def head_id(record: Record) -> str | None:
 
 def is_head_of(head: Record, passage: Record) -> bool:
     """``head`` is passage 1 of the group ``passage`` belongs to (same ref and count)."""
-    mine, theirs = _parsed(passage.source.ref), _parsed(head.source.ref)
+    mine, theirs = parse_ref(passage.source.ref), parse_ref(head.source.ref)
     if mine is None or theirs is None:
         return False
     owners = [(r.tenant_id, r.user_id, r.agent_id, r.scope) for r in (head, passage)]
@@ -178,7 +164,7 @@ def stored_group(
 
 
 def _place(record: Record) -> tuple[int, int] | None:
-    parsed = _parsed(record.source.ref)
+    parsed = parse_ref(record.source.ref)
     return None if parsed is None else parsed[1:]
 
 
