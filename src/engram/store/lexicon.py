@@ -9,11 +9,14 @@ comes from the same owner columns the vector partitions use.
 
 Scoring is BM25 (``k1``, ``b``) with statistics over the rows the caller may
 read, so records the caller cannot see never influence a score. Tokens are the
-content words of ``lexical.terms`` (lowercased, diacritics folded, stopwords
-dropped) after the Porter2 (Snowball English) stemmer, with repeats, so term
-frequency counts. On the LoCoMo development split Porter2 beat the light stemmer
-of ``lexical``: BM25 alone R@10 61.8 against 60.1, Engram 77.9 against 76.2
-(FTS5's porter tokenizer gave 62.5 for BM25 alone). The rerank's coverage uses
+content words of a text (lowercased, diacritics folded, stopwords dropped) after
+the Porter2 (Snowball English) stemmer, with repeats, so term frequency counts.
+That is for Latin script; text in other scripts is read by ``tokens`` through
+``engram.scripts``: character bigrams for scripts without spaces, and for other
+scripts their own Snowball stemmer and stopwords (``words``). On the LoCoMo
+development split Porter2 beat the light stemmer of ``lexical``: BM25 alone R@10
+61.8 against 60.1, Engram 77.9 against 76.2 (FTS5's porter tokenizer gave 62.5
+for BM25 alone). The rerank's coverage uses
 the same stems (``stem_set``).
 Status is not held here (it changes); the store filters the best rows by
 status in SQL and deepens when too few survive, as for vectors.
