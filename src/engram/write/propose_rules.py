@@ -44,10 +44,9 @@ def slug(text: str, max_words: int = 8) -> str:
     """A stable key segment: ascii, lower case, ``[a-z0-9_]``, without leading determiners.
 
     Long phrases keep ``max_words`` words plus a digest of the whole. Letters of
-    scripts other than Latin have no ascii form: a phrase holding any gets a digest
-    of all its letters (with their marks), so "I like 寿司 and sake" and "I like
-    ラーメン and sake", or two Hindi words that differ only in a vowel sign, never
-    share a key. Text with no letters or digits gives an empty slug.
+    other scripts have no ascii form: a phrase holding any gets a digest of all its
+    letters and marks, so "寿司 and sake" and "ラーメン and sake", or two Hindi words
+    differing in a vowel sign, never share a key. No letters or digits: empty.
     """
     text = text.replace("+", " plus ").replace("#", " sharp ")
     folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
@@ -58,10 +57,8 @@ def slug(text: str, max_words: int = 8) -> str:
     foreign = any(c.isalpha() and scripts.family(c) != "latin" for c in letters)
     whole = letters if foreign or not words else " ".join(words)
     digest = hashlib.sha256(whole.encode()).hexdigest()[:8]
-    if not words:  # nothing ascii in it (e.g. another script): a digest keeps it addressable
-        return f"u{digest}" if whole else ""
-    if foreign:
-        return "_".join([*words[:max_words], f"u{digest}"])
+    if not words or foreign:  # a digest keeps what ascii cannot spell addressable
+        return "_".join([*words[:max_words], f"u{digest}"]) if whole else ""
     return "_".join(words if len(words) <= max_words else [*words[:max_words], digest])
 
 
