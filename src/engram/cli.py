@@ -58,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--embedder",
         default=os.environ.get("ENGRAM_EMBEDDER", "local"),
-        help="local | hashing | openai (default: $ENGRAM_EMBEDDER or local)",
+        help="local | multilingual | hashing | openai (default: $ENGRAM_EMBEDDER or local)",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     index = commands.add_parser("index", help="derived index maintenance")

@@ -28,12 +28,12 @@ def _vector(mem: Engram, vis: Visibility, text: str, k: int = 10) -> list[str]:
 
 def _write_with_384(url: str, open_mem: Callable[..., Engram], ctx: Context) -> list[str]:
     mem = open_mem(url)
-    assert mem.embedder.model_id == "hashing-v1-384"
+    assert mem.embedder.model_id == "hashing-v2-384"
     ids = []
     for i, text in enumerate(TEXTS):
         w = mem.remember(ctx, text, key=f"fact.{i}" if i == 0 else None, value=i)
         assert w.record is not None
-        assert w.record.embedding_model == "hashing-v1-384"
+        assert w.record.embedding_model == "hashing-v2-384"
         ids.append(w.record.id)
     assert _vector(mem, Visibility.of(resolve(ctx)), "Kotlin payments")[0] == ids[0]
     mem.close()
@@ -48,8 +48,8 @@ def test_another_model_is_refused_until_the_index_is_rebuilt(
     vis = Visibility.of(resolve(ctx))
     with pytest.raises(IndexMismatch, match="engram index rebuild") as info:
         _vector(mem, vis, "Kotlin payments")
-    assert "hashing-v1-384" in str(info.value)
-    assert "hashing-v1-128" in str(info.value)
+    assert "hashing-v2-384" in str(info.value)
+    assert "hashing-v2-128" in str(info.value)
     assert [r.id for r in mem.store.by_key(vis, ["fact.0"], ACTIVE, 10)] == [ids[0]]
     assert [i for i, _ in mem.store.lexical(vis, "Rust search", ACTIVE, 10)] == [ids[1]]
     late = mem.remember(ctx, "The billing service is written in Kotlin too.")
@@ -59,15 +59,15 @@ def test_another_model_is_refused_until_the_index_is_rebuilt(
 
     report = mem.rebuild_index()
 
-    assert (report.records, report.vectors, report.model) == (4, 4, "hashing-v1-128")
-    assert mem.store.vector_model() == "hashing-v1-128"
+    assert (report.records, report.vectors, report.model) == (4, 4, "hashing-v2-128")
+    assert mem.store.vector_model() == "hashing-v2-128"
     found = _vector(mem, vis, "Kotlin payments service")
     assert set(found) == {*ids, late.record.id}
     assert found[0] == ids[0]
-    assert mem.get(ctx, late.record.id).embedding_model == "hashing-v1-128"
+    assert mem.get(ctx, late.record.id).embedding_model == "hashing-v2-128"
     new = mem.remember(ctx, "The ledger service is written in Kotlin.").record
     assert new is not None
-    assert new.embedding_model == "hashing-v1-128"
+    assert new.embedding_model == "hashing-v2-128"
     assert new.id in _vector(mem, vis, "ledger Kotlin", k=1)
 
 
@@ -83,14 +83,14 @@ def test_the_cli_rebuild_switches_the_model(
     done = subprocess.run([sys.executable, "-c", script, sqlite_file_url], capture_output=True,
                           text=True, timeout=60, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "hashing-v1-64"
+    assert done.stdout.strip() == "hashing-v2-64"
     again = subprocess.run(
         [sys.executable, "-m", "engram", "--db", sqlite_file_url, "--embedder", "hashing",
          "index", "rebuild"],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert again.returncode == 0, again.stderr
-    assert "model hashing-v1-384" in again.stdout
+    assert "model hashing-v2-384" in again.stdout
     mem = open_mem(sqlite_file_url)
     assert _vector(mem, Visibility.of(resolve(ctx)), "Kotlin payments")[0] == ids[0]
 

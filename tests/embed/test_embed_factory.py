@@ -28,7 +28,7 @@ class ThirdPartyEmbedder:
 def test_builds_by_name_with_options() -> None:
     embedder = create_embedder("hashing", dimension=64)
     assert isinstance(embedder, HashingEmbedder)
-    assert embedder.model_id == "hashing-v1-64"
+    assert embedder.model_id == "hashing-v2-64"
 
 
 def test_local_is_lazy() -> None:

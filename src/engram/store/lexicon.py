@@ -9,11 +9,14 @@ comes from the same owner columns the vector partitions use.
 
 Scoring is BM25 (``k1``, ``b``) with statistics over the rows the caller may
 read, so records the caller cannot see never influence a score. Tokens are the
-content words of ``lexical.terms`` (lowercased, diacritics folded, stopwords
-dropped) after the Porter2 (Snowball English) stemmer, with repeats, so term
-frequency counts. On the LoCoMo development split Porter2 beat the light stemmer
-of ``lexical``: BM25 alone R@10 61.8 against 60.1, Engram 77.9 against 76.2
-(FTS5's porter tokenizer gave 62.5 for BM25 alone). The rerank's coverage uses
+content words of a text (lowercased, diacritics folded, stopwords dropped) after
+the Porter2 (Snowball English) stemmer, with repeats, so term frequency counts.
+That is for Latin script; text in other scripts is read by ``tokens`` through
+``engram.scripts``: character bigrams for scripts without spaces, and for other
+scripts their own Snowball stemmer and stopwords (``words``). On the LoCoMo
+development split Porter2 beat the light stemmer of ``lexical``: BM25 alone R@10
+61.8 against 60.1, Engram 77.9 against 76.2 (FTS5's porter tokenizer gave 62.5
+for BM25 alone). The rerank's coverage uses
 the same stems (``stem_set``).
 Status is not held here (it changes); the store filters the best rows by
 status in SQL and deepens when too few survive, as for vectors.
@@ -24,7 +27,6 @@ from __future__ import annotations
 import functools
 import math
 import re
-import threading
 import unicodedata
 from array import array
 from collections import Counter
@@ -32,16 +34,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import snowballstemmer
 from numpy.typing import NDArray
 
+from engram import scripts
+from engram.store import words
 from engram.store.columns import OwnerColumns, grow
 from engram.store.lexical import STOPWORDS
 from engram.store.predicate import Visibility
 
 __all__ = [
-    "Bm25", "LexicalPartition", "LexicalRow", "porter", "query_terms", "search", "stem_set",
-    "tokens",
+    "Bm25", "LexicalPartition", "LexicalRow", "forget_cached_words", "porter", "query_terms",
+    "search", "stem_set", "tokens",
 ]  # fmt: skip
 
 LexicalRow = tuple[int, str, str, str, str, str]  # rowid, id, user, scope, agent, content
@@ -59,28 +62,52 @@ def _fold(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
-_STEMMERS = threading.local()  # a Snowball stemmer keeps state while it works
-
-
 @functools.lru_cache(maxsize=65_536)
 def porter(word: str) -> str:
     """``word`` after the Porter2 stemmer (cached: a vocabulary is small)."""
-    stemmer = getattr(_STEMMERS, "english", None)
-    if stemmer is None:
-        stemmer = _STEMMERS.english = snowballstemmer.stemmer("english")
-    return str(stemmer.stemWord(word))
+    return str(words.snowball("english").stemWord(word))
+
+
+def _latin(text: str) -> list[str]:
+    """Stemmed content words of Latin (or ASCII) text: folded, English stopwords
+    dropped, Porter2, exactly as before other scripts were told apart."""
+    return [porter(word) for word in _WORD.findall(_fold(text)) if word not in STOPWORDS]
 
 
 def tokens(text: str) -> list[str]:
-    """The stemmed content words of ``text``, in order, with repeats."""
-    return [porter(word) for word in _WORD.findall(_fold(text)) if word not in STOPWORDS]
+    """The stemmed content words of ``text``, in order, with repeats.
+
+    ASCII text takes the Latin path whole. Other text is NFKC-normalised and read
+    in pieces (``scripts.pieces``): Latin words as above, words of other scripts
+    through their own stemmer and stopwords (``words``), and runs of scripts
+    without spaces as character bigrams.
+    """
+    if text.isascii():
+        return _latin(text)
+    out: list[str] = []
+    for unspaced, piece in scripts.pieces(unicodedata.normalize("NFKC", text.lower())):
+        if unspaced:
+            out += scripts.bigrams(piece)
+        elif scripts.family(piece) == "latin":
+            out += _latin(piece)
+        elif stem := words.stem(piece):
+            out.append(stem)
+    return out
 
 
 def stem_set(text: str) -> frozenset[str]:
     """The distinct stemmed content words of ``text`` (``tokens`` as a set)."""
-    words = set(_WORD.findall(_fold(text)))
-    words -= STOPWORDS
-    return frozenset(map(porter, words))
+    if not text.isascii():
+        return frozenset(tokens(text))
+    found = set(_WORD.findall(text.lower()))
+    found -= STOPWORDS
+    return frozenset(map(porter, found))
+
+
+def forget_cached_words() -> None:
+    """Drop the cached stems of every language (words of forgotten texts)."""
+    porter.cache_clear()
+    words.stem.cache_clear()
 
 
 def query_terms(text: str) -> list[str]:

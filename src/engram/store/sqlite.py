@@ -26,7 +26,7 @@ from engram.config import StoreConfig
 from engram.errors import IndexMismatch, MigrationError, StoreError
 from engram.store import erasure, lexicon, queries, traces
 from engram.store.audit import GENESIS, AuditEntry, AuditReport, entry_hash, verify_chain
-from engram.store.lexicon import Bm25, LexicalPartition, LexicalRow, porter, query_terms
+from engram.store.lexicon import Bm25, LexicalPartition, LexicalRow, query_terms
 from engram.store.partitions import PartitionCache, partitions_for
 from engram.store.predicate import NO_AGENT, NO_USER, OwnerSlot, Subject, Tenant, Visibility
 from engram.store.pseudonyms import is_pseudonym, pseudonym, pseudonymised
@@ -733,7 +733,7 @@ class SQLiteStore:
         tenant; they reload on the next search) and the process-wide stem cache."""
         self._cache.drop_tenant(subject.tenant_id)
         self._lexicon.drop_tenant(subject.tenant_id)
-        porter.cache_clear()
+        lexicon.forget_cached_words()
 
     def touch(self, touches: Sequence[tuple[Visibility, Sequence[str], int]]) -> None:
         """Count one access of each visible record in each ``(vis, ids, now_us)`` (and

@@ -53,7 +53,9 @@ _SECOND_PERSON = (
     ("you", "I"),
 )
 _ABBREVIATIONS = frozenset("e.g i.e etc vs mr mrs ms dr approx incl no".split())
-_BOUNDARY = re.compile(r"[.!?;]+\s+")
+# Latin end punctuation needs a space after it; the full stops of Chinese and
+# Japanese, the danda and the Arabic question mark do not.
+_BOUNDARY = re.compile(r"[.!?;]+\s+|[\u3002\uff01\uff1f\uff61\u0964\u0965\u061f]+\s*")
 
 
 def _is_user(turn: Turn) -> bool:
@@ -101,7 +103,8 @@ def split_sentences(text: str) -> list[str]:
         start = 0
         for boundary in _BOUNDARY.finditer(line):
             words = line[start : boundary.start()].split() or [""]
-            if words[-1].lower().rstrip(".") in _ABBREVIATIONS or len(words[-1]) == 1:
+            latin = boundary.group(0)[0] in ".!?;"
+            if latin and (words[-1].lower().rstrip(".") in _ABBREVIATIONS or len(words[-1]) == 1):
                 continue
             sentences.append(line[start : boundary.end()].strip())
             start = boundary.end()

@@ -15,6 +15,8 @@ import unicodedata
 from dataclasses import dataclass
 from functools import cache
 
+from engram import scripts
+
 __all__ = ["Candidate", "extract", "normalise_timezone", "slug"]
 
 _I = re.IGNORECASE
@@ -41,18 +43,22 @@ _DETERMINERS = frozenset("a an the my our your their his her its all any some".s
 def slug(text: str, max_words: int = 8) -> str:
     """A stable key segment: ascii, lower case, ``[a-z0-9_]``, without leading determiners.
 
-    Long phrases keep ``max_words`` words plus a digest of the whole; text with no
-    letters or digits gives an empty slug.
+    Long phrases keep ``max_words`` words plus a digest of the whole. Letters of
+    other scripts have no ascii form: a phrase holding any gets a digest of all its
+    letters and marks, so "寿司 and sake" and "ラーメン and sake", or two Hindi words
+    differing in a vowel sign, never share a key. No letters or digits: empty.
     """
     text = text.replace("+", " plus ").replace("#", " sharp ")
     folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
     words = re.findall(r"[a-z0-9]+", folded)
     while words and words[0] in _DETERMINERS:
         words = words[1:]
-    whole = " ".join(words) if words else "".join(c for c in text.lower() if c.isalnum())
+    letters = "".join(c for c in text.lower() if c.isalnum() or unicodedata.category(c)[0] == "M")
+    foreign = any(c.isalpha() and scripts.family(c) != "latin" for c in letters)
+    whole = letters if foreign or not words else " ".join(words)
     digest = hashlib.sha256(whole.encode()).hexdigest()[:8]
-    if not words:  # nothing ascii in it (e.g. another script): a digest keeps it addressable
-        return f"u{digest}" if whole else ""
+    if not words or foreign:  # a digest keeps what ascii cannot spell addressable
+        return "_".join([*words[:max_words], f"u{digest}"]) if whole else ""
     return "_".join(words if len(words) <= max_words else [*words[:max_words], digest])
 
 
@@ -76,7 +82,7 @@ _THIRD_PERSON = {"my": "their", "me": "them", "mine": "theirs", "myself": "thems
 def _clean(sentence: str) -> str:
     """Collapse spaces, unify apostrophes, drop quotes and trailing end punctuation."""
     text = re.sub(r"\s+", " ", sentence.replace("\u2019", "'")).strip().strip("\"'`")
-    return text.rstrip(".!;").strip()
+    return text.rstrip(".!;\u3002\uff01\uff61\u0964\u0965").strip()
 
 
 def _clip(phrase: str | None) -> str:
@@ -182,7 +188,7 @@ _NOT_A_NAME = frozenset(
     "back later tomorrow when if at on in after before soon anytime now asap maybe again sometime"
     " tonight today not a an the whatever anything please you by".split()
 )
-_NAME_WORD = re.compile(r"^[^\W\d_][\w'.-]*$")
+_NAME_WORD = re.compile(f"^[^\\W\\d_][\\w'.{scripts.MARKS}-]*$")  # marks: "अनीता" is a name
 _NAME_END = frozenset("please instead thanks now from and but or though".split())
 
 
