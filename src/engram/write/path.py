@@ -20,8 +20,10 @@ from numpy.typing import NDArray
 
 from engram.config import Config
 from engram.embed import Embedder
+from engram.store.audit import AuditEntry
 from engram.store.base import Store
 from engram.store.predicate import NO_AGENT, OwnerSlot
+from engram.store.rows import to_micros
 from engram.types import Operation, Proposal, Record, Status, WriteResult
 from engram.write import policy
 from engram.write.commit import Owner, commit, new_record
@@ -120,7 +122,7 @@ class WritePath:
         vector: NDArray[np.float32] | None,
         now: datetime,
     ) -> WriteResult:
-        state = self._slot_state(slot, proposal, digest, verdict)
+        state = self._live(self._slot_state(slot, proposal, digest, verdict), owner, now)
         threshold = self._config.write.conflict_threshold
         decision = decide(proposal, verdict, state, digest, threshold)
         decision = _confined(_promoted(owner, decision, state))
@@ -136,6 +138,33 @@ class WritePath:
             new = new_record(proposal, owner, decision, now, self._config, digest, model)
         return commit(self._store, decision, new, vector, proposal, owner, now)
 
+    def _live(self, state: SlotState, owner: Owner, now: datetime) -> SlotState:
+        """``state`` without the versions past their retention: they read as expired
+        everywhere, so they decide nothing and are never confirmed back to life. A
+        keyed one is stored as expired here (what every read already reports), which
+        frees its place as the key's one active version; a contest it was in ends."""
+        due = {r.id: r for r in state.key_versions if _due(r, now)}
+        if not due:
+            if not any(_due(r, now) for r in state.duplicates):
+                return state
+            return SlotState(state.key_versions, [r for r in state.duplicates if not _due(r, now)])
+        live = []
+        for record in state.key_versions:
+            if record.id in due:
+                continue
+            if record.contested_with in due:
+                record = record.replace(contested_with=None, updated_at=now)
+                self._store.update(record)
+            live.append(record)
+        for record in due.values():
+            self._store.update(record.replace(status=Status.EXPIRED, contested_with=None,
+                                              updated_at=now))  # fmt: skip
+        self._store.append_audit(AuditEntry(to_micros(now) or 0, owner.tenant_id,
+                                            owner.user_id, "retention", Operation.EXPIRE.value,
+                                            list(due), "retention_ended"))  # fmt: skip
+        duplicates = [r for r in state.duplicates if r.id not in due and not _due(r, now)]
+        return SlotState(live, duplicates)
+
     def _slot_state(
         self, slot: OwnerSlot, proposal: Proposal, digest: str, verdict: Verdict
     ) -> SlotState:
@@ -144,6 +173,10 @@ class WritePath:
         versions = self._store.slot_by_key(slot, proposal.key, _ACTIVE) if proposal.key else []
         duplicates = self._store.slot_by_hash(slot, digest, _ACTIVE)
         return SlotState(key_versions=versions, duplicates=duplicates)
+
+
+def _due(record: Record, now: datetime) -> bool:
+    return record.expires_at is not None and record.expires_at <= now
 
 
 def _promoted(owner: Owner, decision: Decision, state: SlotState) -> Decision:
