@@ -85,6 +85,7 @@ class Engram:
         self.clock: Clock = clock or SystemClock()
         self._writer = WritePath(store, embedder, self.config)
         self.token_counter: TokenCounter = ApproxTokenCounter()
+        self._minimums: dict[tuple[str, tuple[str, ...]], tuple[TokenCounter, int]] = {}
         rc = self.config.recall
         self._usage = UsageRecorder(store, rc.usage_flush_seconds, rc.trace_retention)
 
@@ -279,7 +280,7 @@ class Engram:
         if intent is not None and (not isinstance(intent, str) or len(intent) > _MAX_INTENT):
             raise InvalidArgument("intent must be None or the name of a mode or an intent")
         chosen = validate_budget(self.config.recall.budget if budget is None else budget,
-                                 self._minimum_tokens)  # fmt: skip
+                                 lambda layout: self._minimum_tokens(layout, scope))  # fmt: skip
         when = self._now(now)
         request = Request(scope, query, intent, chosen, when,
                           None if as_of is None else require_aware(as_of, "as_of"))  # fmt: skip
@@ -290,10 +291,19 @@ class Engram:
                            result.trace.to_dict(), epoch)  # fmt: skip
         return result
 
-    def _minimum_tokens(self, layout: str) -> int:
-        """Tokens of the smallest block in ``layout`` under this instance's counter."""
-        return minimum_tokens(lambda c: render(c, self.config.types, layout=layout),
-                              self.token_counter)  # fmt: skip
+    def _minimum_tokens(self, layout: str, scope: Scope | None = None) -> int:
+        """Tokens of the smallest block in ``layout`` under this instance's counter that
+        shows any item ``scope`` may be shown (any type, any of its scopes), cut short."""
+        scopes = scope.visible_scopes if scope is not None else ("user", GLOBAL)
+        counter, key = self.token_counter, (layout, scopes)
+        known = self._minimums.get(key)
+        if known is None or known[0] is not counter:  # the counter may be replaced
+            if len(self._minimums) > 1024:
+                self._minimums.clear()
+            known = self._minimums[key] = (counter, minimum_tokens(
+                lambda c: render(c, self.config.types, layout=layout), counter,
+                self.config.types, scopes))  # fmt: skip
+        return known[1]
 
     def trace(self, ctx: Context, trace_id: str) -> dict[str, Any]:
         """A recall trace by id, readable only under the visibility it was recorded

@@ -208,3 +208,28 @@ def test_users_are_named_by_pseudonym_and_erasure_unlinks_them(
             rows = conn.execute("SELECT user_id, actor FROM audit").fetchall()
         assert user not in repr(rows)
     assert victim.user_id.encode() not in raw
+
+
+def test_a_user_id_shaped_like_a_pseudonym_is_pseudonymised_too(
+    sqlite_file_url: str, db_path: Path, open_mem: Callable[..., Engram]
+) -> None:
+    """``s:`` and 32 hex characters is an ordinary user id (``s:`` + an MD5, say)."""
+    mem = open_mem(sqlite_file_url)
+    shaped = Context(tenant_id="acme", user_id="s:" + "5f4dcc3b5aa765d61d8327deb882cf99")
+    written = mem.remember(shaped, "Prefers green tea in the afternoon.")
+    assert written.record is not None
+    mem.retract(shaped, written.record.id)
+    name = mem.store.audit_name(Subject("acme", shaped.user_id))
+    assert name is not None
+    assert name != shaped.user_id
+    # a user named after another's pseudonym never reads that user's entries
+    impostor = Subject("acme", name)
+    assert mem.store.audit_entries(impostor) == []
+    mem.erase_subject("acme", shaped.user_id)
+    assert mem.audit_verify().ok
+    mem.close()
+    raw = db_path.read_bytes()
+    for suffix in ("-wal", "-shm"):
+        extra = db_path.with_name(db_path.name + suffix)
+        raw += extra.read_bytes() if extra.exists() else b""
+    assert shaped.user_id.encode() not in raw

@@ -100,3 +100,48 @@ def test_an_explicit_retention_still_wins(
     assert written.record is not None
     clock.advance(days=8)
     assert mem.get(ctx, written.record.id).status == Status.EXPIRED
+
+
+def _freeze_fact(mem: Engram, ctx: Context, value: str) -> str:
+    written = mem.remember(ctx, f"The deploy freeze ends on {value}.", type="fact",
+                           key="deploy.freeze", value=value, retention="short_term")  # fmt: skip
+    assert written.record is not None
+    return written.record.id
+
+
+def test_an_expired_version_no_longer_decides_a_new_write(
+    store_url: str, open_mem: OpenMem, clock: FrozenClock, ctx: Context
+) -> None:
+    mem = _mem(store_url, open_mem, clock)
+    old = _freeze_fact(mem, ctx, "Friday")
+    clock.advance(days=8)
+    assert mem.get(ctx, old).status == Status.EXPIRED
+    seen = mem.remember(ctx, "The CI tool reports the deploy freeze ends on Monday.",
+                        type="fact", key="deploy.freeze", value="Monday",
+                        source={"kind": "tool"})  # fmt: skip
+    assert seen.operation == "ADD"  # not DISPUTEd by a version that reads as expired
+    assert seen.record is not None
+    result = mem.recall(ctx, "When does the deploy freeze end?", budget=BIG)
+    assert seen.record.id in result.ids
+    assert mem.get(ctx, old).status == Status.EXPIRED
+    assert mem.audit_verify().ok
+
+
+def test_restating_an_expired_memory_never_revives_it(
+    store_url: str, open_mem: OpenMem, clock: FrozenClock, ctx: Context
+) -> None:
+    mem = _mem(store_url, open_mem, clock)
+    old = _freeze_fact(mem, ctx, "Friday")
+    keyless = mem.remember(ctx, "We rebuilt the staging cluster on Sunday.", type="episode",
+                           retention="short_term")  # fmt: skip
+    assert keyless.record is not None
+    clock.advance(days=8)
+    again = _freeze_fact(mem, ctx, "Friday")
+    repeated = mem.remember(ctx, "We rebuilt the staging cluster on Sunday.", type="episode",
+                            retention="short_term")  # fmt: skip
+    assert again != old
+    assert repeated.record is not None
+    assert repeated.record.id != keyless.record.id
+    assert mem.get(ctx, old).status == Status.EXPIRED
+    assert mem.get(ctx, keyless.record.id).status == Status.EXPIRED
+    assert [r.id for r in mem.list(ctx, type="fact")] == [again]

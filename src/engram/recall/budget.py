@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -110,13 +110,16 @@ def validate_budget(budget: object, minimum: Callable[[str], int] | None = None)
     return budget
 
 
-def _probe_record(scope: str = "user") -> Record:
+def _probe_record(
+    scope: str = "user", type_name: str = "fact", content: str = "x" * MIN_KEPT_CHARS + ELLIPSIS,
+    authority: Authority = Authority.EXPLICIT_USER,
+) -> Record:  # fmt: skip
     """A representative record for measuring a block's fixed cost."""
     now = datetime(2024, 1, 1, tzinfo=UTC)
     return Record(
         id="0" * 26, tenant_id="t", user_id="u", agent_id=None, scope=scope,
-        tier=Tier.SEMANTIC, type="fact", key=None, value=None,
-        content="x" * MIN_KEPT_CHARS + ELLIPSIS, authority=Authority.EXPLICIT_USER,
+        tier=Tier.SEMANTIC, type=type_name, key=None, value=None,
+        content=content, authority=authority,
         confidence=1.0, source=Source(), observed_at=now, valid_from=None, valid_to=None,
         created_at=now, updated_at=now, status=Status.ACTIVE, version=1, supersedes=None,
         superseded_by=None, sensitivity=Sensitivity.LOW, purpose=None, consent_basis=None,
@@ -126,9 +129,18 @@ def _probe_record(scope: str = "user") -> Record:
     )  # fmt: skip
 
 
-def minimum_tokens(render: Callable[[list[Candidate]], str], counter: TokenCounter) -> int:
-    """Tokens of the smallest useful block: one item shortened to ``MIN_KEPT_CHARS``."""
-    return counter.count(render([Candidate(_probe_record())]))
+def minimum_tokens(
+    render: Callable[[list[Candidate]], str], counter: TokenCounter,
+    types: Iterable[str] = (), scopes: Iterable[str] = (),
+) -> int:  # fmt: skip
+    """Tokens of the smallest useful block: one item shortened to ``MIN_KEPT_CHARS``;
+    and at least the block of any item of ``types`` in ``scopes`` (the caller may be
+    shown) cut to its ellipsis, so a budget this size always shows the best item."""
+    smallest = counter.count(render([Candidate(_probe_record())]))
+    authority = max(Authority, key=lambda a: len(a.value))
+    worst = (counter.count(render([Candidate(_probe_record(scope, name, ELLIPSIS, authority))]))
+             for name in types for scope in scopes)  # fmt: skip
+    return max(smallest, *worst)
 
 
 def _quotas(config: Config, budget: Budget) -> Mapping[str, int]:
@@ -193,7 +205,9 @@ def shorten(
     counter: TokenCounter,
 ) -> Candidate | None:  # fmt: skip
     """``cand`` with its content cut (at a word, ellipsis shown) so that its block fits
-    ``max_tokens``; None when even ``MIN_KEPT_CHARS`` characters do not fit."""
+    ``max_tokens``, keeping ``MIN_KEPT_CHARS`` characters or more where they fit, fewer
+    (down to the ellipsis alone) where the item's type or scope takes more room than
+    the probe of ``minimum_tokens``; None when not even that fits."""
     text = cand.record.content
 
     def version(chars: int) -> Candidate:
@@ -206,9 +220,13 @@ def shorten(
     def fits(chars: int) -> bool:
         return counter.count(render([version(chars)])) <= max_tokens
 
-    low, high = min(MIN_KEPT_CHARS, len(text)), len(text) - 1
-    if high < low or not fits(low):
+    low, high = min(MIN_KEPT_CHARS, len(text) - 1), len(text) - 1
+    if high < 0:
         return None
+    if not fits(low):  # the item's own overhead (type, scope) is larger: cut deeper
+        low, high = 0, low - 1
+        if high < 0 or not fits(0):
+            return None
     while low < high:  # the longest cut that fits
         mid = (low + high + 1) // 2
         low, high = (mid, high) if fits(mid) else (low, mid - 1)

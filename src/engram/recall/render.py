@@ -19,7 +19,8 @@ The ``compact`` layout (``Budget(layout="compact")``) puts each memory on one
 line, ``- [type · scope · YYYY-MM-DD · id=..] content``, under a one-line
 preamble, for prompts where every token counts. Its content is escaped the same
 way and its line breaks are shown as ``⏎``, so a memory can no more start a
-line of its own there than close the block.
+line of its own there than close the block; in the head, ``[``, ``]`` and ``·``
+are escaped too, so a scope id can neither end it early nor add a field.
 """
 
 from __future__ import annotations
@@ -67,11 +68,20 @@ def _item(record: Record) -> str:
     return f"<memory {attrs}>\n{escape(record.content, quote=False)}\n</memory>"
 
 
+_HEAD = str.maketrans({"[": "&#91;", "]": "&#93;", "·": "&#183;"})
+
+
+def _field(value: str) -> str:
+    """A field of a compact head: escaped, and unable to end the head or add a field."""
+    return _attr(value).translate(_HEAD)
+
+
 def _line(record: Record) -> str:
     """One memory as one line: the compact layout."""
     status = "" if record.status.value == "active" else f" · {record.status.value}"
-    head = (f"{_attr(record.type)} · {_attr(record.scope)} · "
-            f"{record.observed_at.date().isoformat()}{status} · id={_attr(record.id)}")  # fmt: skip
+    date = record.observed_at.date().isoformat()
+    kind, scope = _field(record.type), _field(record.scope)
+    head = f"{kind} · {scope} · {date}{status} · id={_field(record.id)}"
     text = " ⏎ ".join(escape(record.content, quote=False).splitlines())
     return f"- [{head}] {text}"
 

@@ -33,8 +33,8 @@ def pseudonym(key: bytes, tenant_id: str, user_id: str) -> str:
 
 
 def is_pseudonym(value: str) -> bool:
-    """True for a value ``pseudonym`` made (a user id never starts with ``s:`` and
-    then 32 hex characters by accident of this function's making)."""
+    """True for a value shaped like one ``pseudonym`` makes. A user id may have that
+    shape too (``s:`` and an MD5), so this never decides whether to pseudonymise."""
     body = value[len(PREFIX) :]
     return value.startswith(PREFIX) and len(body) == _CHARS and all(
         c in "0123456789abcdef" for c in body

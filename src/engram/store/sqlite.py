@@ -833,7 +833,7 @@ class SQLiteStore:
     def append_audit(self, entry: AuditEntry) -> str:
         """Chain and append one audit entry, its user named by pseudonym; returns its
         hash. Call inside the transaction of the change it records."""
-        if entry.user_id and not is_pseudonym(entry.user_id):
+        if entry.user_id:  # every user id, even one shaped like a pseudonym
             key = self._audit_key(Subject(entry.tenant_id, entry.user_id), create=True)
             assert key is not None
             entry = pseudonymised(entry, pseudonym(key, entry.tenant_id, entry.user_id))
@@ -860,8 +860,10 @@ class SQLiteStore:
 
     def audit_entries(self, subject: Subject) -> list[dict[str, Any]]:
         """A subject's audit entries, oldest first: those under its pseudonym, and any
-        written with its plain id before pseudonyms existed (migration 0015)."""
-        names = [subject.user_id]
+        written with its plain id before pseudonyms existed (migration 0015). A user id
+        shaped like a pseudonym is never looked up plain: it could be another user's
+        pseudonym (such a user's entries from before 0015 are not found)."""
+        names = [] if is_pseudonym(subject.user_id) else [subject.user_id]
         if subject.user_id:
             name = self.audit_name(subject)
             names += [name] if name else []

@@ -18,7 +18,7 @@ from engram.config import RETENTION_PERIODS, Config
 from engram.ids import new_id
 from engram.store.audit import AuditEntry
 from engram.store.base import Store
-from engram.store.predicate import OwnerSlot
+from engram.store.predicate import NO_AGENT, OwnerSlot
 from engram.store.rows import to_micros
 from engram.types import Operation, Proposal, Record, Status, WriteResult
 from engram.write.decide import Decision
@@ -62,7 +62,7 @@ def new_record(
     policy = config.policy(proposal.type)
     retention = proposal.retention or policy.retention_for(proposal.authority)
     period = RETENTION_PERIODS[retention]
-    previous = decision.supersede[0] if decision.supersede else None
+    previous = _predecessor(decision.supersede, owner.agent_id)
     return Record(
         id=new_id(),
         tenant_id=owner.tenant_id,
@@ -99,6 +99,16 @@ def new_record(
         content_hash=content_hash,
         contested_with=decision.linked.id if decision.linked else None,
     )
+
+
+def _predecessor(replaced: tuple[Record, ...], agent_id: str) -> Record | None:
+    """The version a new one in ``agent_id``'s slot names as its predecessor: one of its
+    own slot, else (for an agent's version) any it replaces; a version of the user's own
+    never names an agent's, which the user's other agents may not read."""
+    same = [r for r in replaced if (r.agent_id or NO_AGENT) == agent_id]
+    if same:
+        return same[0]
+    return replaced[0] if replaced and agent_id != NO_AGENT else None
 
 
 def _close_at(new: Record, old: Record) -> datetime:

@@ -86,6 +86,20 @@ def _correction_targets(store: Store, vis: Visibility, record: Record) -> list[R
     return targets
 
 
+def _correction_owner(
+    record: Record, targets: list[Record], owner: Owner
+) -> tuple[list[Record], Owner]:
+    """Where the correction of an agent's version lands: where the user's own version it
+    also replaces is (every agent reads it), unless the record is private; then it
+    stays with the agent and the user's version is left as it is. Either way no
+    version another agent reads names one it may not."""
+    if record.agent_id is None or all(t.agent_id is not None for t in targets):
+        return targets, owner
+    if record.private:
+        return [t for t in targets if t.agent_id is not None], owner
+    return targets, dataclasses.replace(owner, agent_id=NO_AGENT)
+
+
 def _correction(record: Record, content: str, value: object, now: datetime) -> Proposal:
     """The user-stated new version of ``record``: same type, scope and key; its source
     is the conversation with the user, whatever the corrected version came from (a
@@ -123,6 +137,7 @@ def correct(
         proposal = _correction(record, content, value, now)
         verdict = policy.evaluate(proposal, config.write)
         owner = owner_of(record, actor)
+        targets, owner = _correction_owner(record, targets, owner)
         if verdict.kind != VerdictKind.ACCEPT:
             decision = Decision(Operation.REJECT, verdict.code, verdict.reason)
             return commit(store, decision, None, None, proposal, owner, now)

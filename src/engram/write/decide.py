@@ -87,12 +87,14 @@ def _confirm(record: Record, others: Sequence[Record], code: str, reason: str) -
 def _against_versions(
     proposal: Proposal, versions: Sequence[Record], content_hash: str, threshold: float
 ) -> Decision:
+    new_rank = AUTHORITY_RANK[proposal.authority]
     for record in versions:
         if _same_value(proposal, record, content_hash):
-            others = tuple(r for r in versions if r.id != record.id)
+            # it ends the contest of the versions it may replace, never a stronger one
+            others = tuple(r for r in versions if r.id != record.id
+                           and AUTHORITY_RANK[r.authority] <= new_rank)  # fmt: skip
             reason = "same key and value" + (", which ends the contest" if others else "")
             return _confirm(record, others, "same_value", reason)
-    new_rank = AUTHORITY_RANK[proposal.authority]
     top_rank = max(AUTHORITY_RANK[r.authority] for r in versions)
     strongest = max(versions, key=lambda r: (AUTHORITY_RANK[r.authority], r.confidence))
     if new_rank < top_rank:

@@ -24,9 +24,11 @@ from numpy.typing import NDArray
 
 from engram.config import Config
 from engram.embed import Embedder
+from engram.store.audit import AuditEntry
 from engram.store.base import Store
 from engram.store.predicate import NO_AGENT, OwnerSlot
-from engram.types import Operation, Proposal, Status, WriteResult
+from engram.store.rows import to_micros
+from engram.types import Operation, Proposal, Record, Status, WriteResult
 from engram.write import passages, policy
 from engram.write.commit import Owner, commit, new_record
 from engram.write.decide import Decision, SlotState, decide
@@ -171,18 +173,51 @@ class WritePath:
         state: SlotState | None = None,
     ) -> WriteResult:
         """Decide and commit one proposal against ``state`` (by default, what the
-        slot holds now)."""
+        slot holds now); versions past their retention take no part."""
         if state is None:
             state = self._slot_state(slot, proposal, digest, verdict)
+        state = self._live(state, owner, now)
         threshold = self._config.write.conflict_threshold
-        decision = _promoted(owner, decide(proposal, verdict, state, digest, threshold))
-        owner = _inherited(owner, decision)
+        decision = decide(proposal, verdict, state, digest, threshold)
+        decision = _confined(_promoted(owner, decision, state))
+        if proposal.private or proposal.agent_scope == "agent":
+            decision = _kept_apart(owner, decision)
+        else:
+            owner = _inherited(owner, decision)
+        decision = _unlinked(owner, decision)
         new = None
         if decision.creates:
             model = self._embedder.model_id if vector is not None else None
             proposal = _with_sensitivity(proposal, verdict)
             new = new_record(proposal, owner, decision, now, self._config, digest, model)
         return commit(self._store, decision, new, vector, proposal, owner, now)
+
+    def _live(self, state: SlotState, owner: Owner, now: datetime) -> SlotState:
+        """``state`` without the versions past their retention: they read as expired
+        everywhere, so they decide nothing and are never confirmed back to life. A
+        keyed one is stored as expired here (what every read already reports), which
+        frees its place as the key's one active version; a contest it was in ends."""
+        due = {r.id: r for r in state.key_versions if _due(r, now)}
+        if not due:
+            if not any(_due(r, now) for r in state.duplicates):
+                return state
+            return SlotState(state.key_versions, [r for r in state.duplicates if not _due(r, now)])
+        live = []
+        for record in state.key_versions:
+            if record.id in due:
+                continue
+            if record.contested_with in due:
+                record = record.replace(contested_with=None, updated_at=now)
+                self._store.update(record)
+            live.append(record)
+        for record in due.values():
+            self._store.update(record.replace(status=Status.EXPIRED, contested_with=None,
+                                              updated_at=now))  # fmt: skip
+        self._store.append_audit(AuditEntry(to_micros(now) or 0, owner.tenant_id,
+                                            owner.user_id, "retention", Operation.EXPIRE.value,
+                                            list(due), "retention_ended"))  # fmt: skip
+        duplicates = [r for r in state.duplicates if r.id not in due and not _due(r, now)]
+        return SlotState(live, duplicates)
 
     def _slot_state(
         self, slot: OwnerSlot, proposal: Proposal, digest: str, verdict: Verdict
@@ -194,15 +229,64 @@ class WritePath:
         return SlotState(key_versions=versions, duplicates=duplicates)
 
 
-def _promoted(owner: Owner, decision: Decision) -> Decision:
+def _due(record: Record, now: datetime) -> bool:
+    return record.expires_at is not None and record.expires_at <= now
+
+
+def _promoted(owner: Owner, decision: Decision, state: SlotState) -> Decision:
     """What the user states, confirming a copy their agent held, becomes the user's
-    own version (visible to every agent) instead of confirming the agent's copy."""
+    own version (visible to every agent) instead of confirming the agent's copy,
+    unless a stronger version of the user's own stays (it was not retired)."""
     held = decision.confirm
     if owner.agent_id != NO_AGENT or held is None or held.agent_id is None:
+        return decision
+    retired = {record.id for record in decision.retire}
+    if any(r.agent_id is None and r.id not in retired for r in state.key_versions):
         return decision
     reason = "the user stated what an agent of theirs held: now the user's, for every agent"
     return Decision(Operation.SUPERSEDE, "to_user", reason, Status.ACTIVE,
                     supersede=(held, *decision.retire))  # fmt: skip
+
+
+def _confined(decision: Decision) -> Decision:
+    """A confirmation of an agent's version never retires the user's own: every other
+    agent would find it superseded by a version it may not read."""
+    held = decision.confirm
+    if held is None or held.agent_id is None:
+        return decision
+    kept = tuple(record for record in decision.retire if record.agent_id is not None)
+    return decision if kept == decision.retire else dataclasses.replace(decision, retire=kept)
+
+
+def _kept_apart(owner: Owner, decision: Decision) -> Decision:
+    """A private or ``agent_scope="agent"`` write of an agent stays with it and leaves
+    the user's own versions as they are: it replaces only the agent's versions, and a
+    contradiction of the user's version alone is a new memory of the agent's."""
+    if owner.agent_id == NO_AGENT:
+        return decision
+    own = tuple(record for record in decision.supersede if record.agent_id is not None)
+    contest = decision.operation == Operation.CONTEST
+    if own == decision.supersede and not (contest and _users(decision.linked)):
+        return decision
+    if own:
+        return dataclasses.replace(decision, supersede=own)
+    reason = "kept with this agent; the user's own version is unchanged"
+    return Decision(Operation.ADD, "agent_own", reason, Status.ACTIVE)
+
+
+def _unlinked(owner: Owner, decision: Decision) -> Decision:
+    """A version of the user's own never names an agent's (its contest partner is
+    then none; a contradiction evidence cannot settle is a new memory of the user's)."""
+    linked = decision.linked
+    if owner.agent_id != NO_AGENT or linked is None or linked.agent_id is None:
+        return decision
+    if decision.operation == Operation.CONTEST:
+        return Decision(Operation.ADD, "new", "new memory of the user's own", Status.ACTIVE)
+    return dataclasses.replace(decision, linked=None)
+
+
+def _users(record: Record | None) -> bool:
+    return record is not None and record.agent_id is None
 
 
 def _inherited(owner: Owner, decision: Decision) -> Owner:
