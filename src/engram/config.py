@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -123,7 +124,11 @@ class ScoreWeights:
     a memory directly constrains the current action (seed 000).
     ``session`` gives an episode the best relevance among the other episodes of
     its conversation session; ``speaker`` rewards a conversational memory whose
-    speaker the query names; ``period`` one observed in the period the query names.
+    speaker the query names; ``period`` one observed in the period the query names;
+    ``standing`` a conversational memory that states a standing instruction or
+    preference (``RecallConfig.standing_pattern``: "Always cite sources when I ask
+    about ...", "I prefer e-books ..."), because such a statement governs every
+    later request on its subject while sharing few words with it.
     """
 
     semantic: float = 0.40
@@ -139,6 +144,7 @@ class ScoreWeights:
     session: float = 0.05
     speaker: float = 0.10
     period: float = 0.20
+    standing: float = 0.125
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,6 +198,10 @@ class RecallConfig:
     ``speaker_pattern`` finds the speaker label that opens a conversational memory
     ("Melanie: ..."); ``period_slack_days`` widens a period the query names (a
     date, or a month and year) on each side.
+    ``standing_pattern`` finds a standing instruction or preference stated in a
+    conversational memory (a sentence opening with "always" or "never", "from now
+    on", "I prefer", "my preference"); such a memory gains the ``standing`` weight
+    (it orders candidates, it never lets one through the floor).
     ``trace_retention`` is how many recall traces each tenant keeps in storage (the
     newest; one tenant's traffic never evicts another's); ``usage_flush_seconds``
     how long traces and access counts are batched in memory before being written.
@@ -229,6 +239,8 @@ class RecallConfig:
     context_factor: float = 0.8
     speaker_pattern: str = r"([^\W\d_][\w.' -]{0,39}?): "
     period_slack_days: float = 1.0
+    standing_pattern: str = (r"(?i)(?:^|[.!?]\s+)(?:please\s+)?(?:always|never)\b|\bfrom now on\b"
+                             r"|\bI(?:'d| would| \w+)? prefer\b|\bmy preferences?\b")
     working_types: frozenset[str] = frozenset({"task_state"})
     budget: Budget = field(default_factory=Budget)
     trace_retention: int = 1000
@@ -252,6 +264,10 @@ class RecallConfig:
             raise ConfigError("recall.usage_flush_seconds must be in (0, 86400]")
         if not 0 <= self.context_max_gap_seconds < math.inf:
             raise ConfigError("recall.context_max_gap_seconds must be finite and >= 0")
+        try:
+            re.compile(self.standing_pattern)
+        except re.error as exc:
+            raise ConfigError(f"recall.standing_pattern does not compile: {exc}") from exc
 
     def floor_for(self, model_id: str) -> float:
         """The relevance floor for vectors of ``model_id``."""

@@ -7,11 +7,15 @@ Each test is a tiny hand-made conversation where that signal alone decides.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from engram import Budget, Config, Context, Engram, FrozenClock
 from engram.config import RecallConfig, ScoreWeights
+from engram.errors import ConfigError
 from engram.recall.model import Intent, Mode
 from engram.recall.plan import make_plan
 from engram.scope import resolve
@@ -126,3 +130,39 @@ def test_coverage_uses_the_lexical_stems_of_the_whole_memory() -> None:
         ranked = _ranked(mem, "Zoe studies ceramic")
     assert ranked
     assert ranked[0][1]["coverage"] == 1.0
+
+
+STANDING = [
+    ("Always use APA 7th edition citation style when I ask about formatting references.",
+     datetime(2023, 5, 8, 14, 0, tzinfo=UTC)),
+    ("My essay is due on Friday and the references are not done yet.",
+     datetime(2023, 6, 2, 10, 0, tzinfo=UTC)),
+]  # fmt: skip
+
+
+def test_a_standing_instruction_outranks_a_turn_that_only_shares_words() -> None:
+    query = "How should I format the references of my essay?"
+    with _episodes(STANDING) as mem:
+        ranked = _ranked(mem, query)
+    assert ranked[0][0].startswith("Always use APA")
+    assert [comps["standing"] for _, comps in ranked] == [1.0, 0.0]
+    config = Config(recall=RecallConfig(weights=ScoreWeights(standing=0.0)))
+    with _episodes(STANDING, config) as mem:  # decided by the signal, not by wording
+        assert _ranked(mem, query)[0][0].startswith("My essay")
+
+
+def test_the_standing_pattern() -> None:
+    pattern = re.compile(RecallConfig().standing_pattern)
+    for text in ("Always include version numbers when I ask about libraries.",
+                 "Thanks. Never use tabs in my code.", "From now on, answer in French.",
+                 "I prefer e-books for their portability.", "I'd prefer a morning slot.",
+                 "As stated in my preference for pragmatic security, ..."):  # fmt: skip
+        assert pattern.search(text), text
+    for text in ("I have always wanted to visit Paris.", "She never called back.",
+                 "Which libraries do you prefer?"):  # fmt: skip
+        assert not pattern.search(text), text
+
+
+def test_a_standing_pattern_that_does_not_compile_is_refused() -> None:
+    with pytest.raises(ConfigError, match="standing_pattern"):
+        RecallConfig(standing_pattern="(unclosed")

@@ -20,7 +20,12 @@ Components, each in 0..1 and kept on the item for the trace:
   (content that opens with ``Name: ``, matched by ``speaker_pattern``): a question
   about what Melanie said wants her turns, not the turns that only address her;
 * ``period``: 1 when the memory was observed in the period the query names (a
-  date or a month and year, see ``plan``).
+  date or a month and year, see ``plan``);
+* ``standing``: 1 for a conversational memory that states a standing instruction
+  or preference (``standing_pattern``: "Always use APA style when I ask about
+  references", "I prefer e-books"): it governs later requests on its subject,
+  which rarely repeat its words ("How should I list my sources?"), so similarity
+  alone ranks it below the turns that discuss the subject.
 
 The floor applies to *relevance*, absolute evidence that the memory bears on
 this request: the cosine, the share of the query's content words the memory
@@ -68,11 +73,18 @@ def _speaker_names(pattern: str, content: str) -> tuple[str, ...]:
     return tuple(terms(label.group(1))) if label else ()
 
 
+@functools.lru_cache(maxsize=16_384)
+def _states_standing(pattern: str, content: str) -> bool:
+    """Whether ``content`` states a standing instruction or preference (cached)."""
+    return re.search(pattern, content) is not None
+
+
 def forget_cached_texts() -> None:
-    """Drop the cached stems and speaker names of memory texts (after a forget or an
-    erasure)."""
+    """Drop the cached stems, speaker names and standing flags of memory texts (after a
+    forget or an erasure)."""
     _stems.cache_clear()
     _speaker_names.cache_clear()
+    _states_standing.cache_clear()
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +136,12 @@ def _speaker(record: Record, rc: RecallConfig, query_words: frozenset[str]) -> f
     return 1.0 if names and query_words.issuperset(names) else 0.0
 
 
+def _standing(record: Record, rc: RecallConfig) -> float:
+    if record.type not in rc.context_types:
+        return 0.0
+    return 1.0 if _states_standing(rc.standing_pattern, record.content) else 0.0
+
+
 def _in_period(record: Record, plan: Plan) -> float:
     if plan.period is None:
         return 0.0
@@ -149,6 +167,7 @@ def _components(cand: Candidate, req: _Request) -> None:
         structural=_structural(record, kind, req.plan, rc, fit, overlap > 0),
         speaker=_speaker(record, rc, req.query_words),
         period=_in_period(record, req.plan),
+        standing=_standing(record, rc),
     )
 
 
@@ -159,7 +178,7 @@ def _score(cand: Candidate, rc: RecallConfig) -> float:
             + w.confidence * c["confidence"] + w.usage * c["usage"]
             + w.structural * c["structural"] + w.context * c["context"]
             + w.session * c["session"] + w.speaker * c["speaker"]
-            + w.period * c["period"])  # fmt: skip
+            + w.period * c["period"] + w.standing * c["standing"])  # fmt: skip
 
 
 def rerank(
