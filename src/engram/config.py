@@ -198,6 +198,11 @@ class RecallConfig:
     ``speaker_pattern`` finds the speaker label that opens a conversational memory
     ("Melanie: ..."); ``period_slack_days`` widens a period the query names (a
     date, or a month and year) on each side.
+    ``unseen_lexical_share``: a candidate that another channel found, that holds
+    some of the query's content words, but that the lexical channel (cut at its
+    limit) did not return, scored below that channel's weakest hit; its BM25 is
+    taken as this share of that hit's (0.5: the middle of the range it lies in;
+    0: no lexical evidence, as before).
     ``standing_pattern`` finds a standing instruction or preference stated in a
     conversational memory (a sentence opening with "always" or "never", "from now
     on", "I prefer", "my preference"); such a memory gains the ``standing`` weight
@@ -215,6 +220,7 @@ class RecallConfig:
     working_limit: int = 20
     overlapped_channels: frozenset[str] = frozenset({"vector"})
     rrf_k: int = 60
+    unseen_lexical_share: float = 0.5
     relevance_floor: float = 0.30
     floors: Mapping[str, float] = field(default_factory=lambda: _frozen(_FLOORS))
     near_duplicate_cosine: float = 0.95
@@ -257,7 +263,9 @@ class RecallConfig:
                 raise ConfigError(f"recall.{name} must be >= 0, got {getattr(self, name)}")
         if not self.usage_saturation >= 1:
             raise ConfigError(f"recall.usage_saturation must be >= 1, got {self.usage_saturation}")
-        for name, low, high in (("mmr_lambda", 0.0, 1.0), ("near_duplicate_cosine", -1.0, 1.0)):
+        bounded = (("mmr_lambda", 0.0, 1.0), ("near_duplicate_cosine", -1.0, 1.0),
+                   ("unseen_lexical_share", 0.0, 1.0))
+        for name, low, high in bounded:
             if not low <= getattr(self, name) <= high:  # NaN fails too
                 raise ConfigError(f"recall.{name} must be in [{low}, {high}]")
         if not 0 < self.usage_flush_seconds <= 86_400:

@@ -166,3 +166,22 @@ def test_the_standing_pattern() -> None:
 def test_a_standing_pattern_that_does_not_compile_is_refused() -> None:
     with pytest.raises(ConfigError, match="standing_pattern"):
         RecallConfig(standing_pattern="(unclosed")
+
+
+def test_a_memory_below_the_lexical_cut_keeps_part_of_the_weakest_hit() -> None:
+    """The lexical channel returns one hit here; a memory another channel found that
+    holds a query word scored below it (half of it by default), one holding none 0."""
+    turns = [("The deploy script failed on the staging server.", NOW - timedelta(days=3)),
+             ("Staging was slow all week.", NOW - timedelta(days=2)),
+             ("We had lunch by the river.", NOW - timedelta(days=1))]  # fmt: skip
+
+    def lexical(share: float) -> dict[str, float]:
+        rc = RecallConfig(min_channel_limit=1, candidates_per_item=1, lexical_limit=1,
+                          unseen_lexical_share=share, relevance_floor=0.0,
+                          floors={})  # fmt: skip
+        with _episodes(turns, Config(recall=rc)) as mem:
+            found = mem.recall(CTX, "Why did the staging deploy fail?", budget=BUDGET, now=NOW)
+        return {i.record.content.split()[0]: i.components["lexical"] for i in found.items}
+
+    assert lexical(0.5) == {"The": 1.0, "Staging": 0.5, "We": 0.0}
+    assert lexical(0.0) == {"The": 1.0, "Staging": 0.0, "We": 0.0}

@@ -3,8 +3,13 @@
 Components, each in 0..1 and kept on the item for the trace:
 
 * ``semantic``: cosine between the query and the memory (stored vector);
-* ``lexical``: BM25 relative to the best BM25 among this request's candidates
-  (0 for candidates the lexical channel did not find);
+* ``lexical``: BM25 relative to the best BM25 among this request's candidates.
+  A candidate the lexical channel did not return (another channel found it) scores
+  0 when it holds none of the query's content words; when it holds some and the
+  channel stopped at its limit, its BM25 lies between 0 and the channel's weakest
+  hit, and it gets ``unseen_lexical_share`` of that hit (the middle of the range,
+  by default) rather than 0, which would rank a paraphrase that dense retrieval
+  found below every lexical hit;
 * ``task_fit``: how well the memory's type fits the request's intent;
 * ``scope``: specificity, task > session > repo > project > user > global;
 * ``authority``, ``confidence``;
@@ -96,6 +101,7 @@ class _Request:
     query_stems: frozenset[str]
     query_words: frozenset[str]
     best_bm25: float
+    unseen_bm25: float
     fits: Mapping[str, float]
     usage_norm: float
 
@@ -153,7 +159,7 @@ def _components(cand: Candidate, req: _Request) -> None:
     kind = scope_kind(record.scope)
     fit = req.fits.get(record.type, 0.5)
     overlap = len(query_stems & _stems(record.content)) if query_stems else 0
-    bm25 = cand.channels.get("lexical", 0.0)
+    bm25 = cand.channels.get("lexical", req.unseen_bm25 if overlap else 0.0)
     cand.components.update(
         semantic=max(0.0, cand.components.get("semantic_raw", 0.0)),
         lexical=bm25 / req.best_bm25 if req.best_bm25 > 0 else 0.0,
@@ -181,6 +187,17 @@ def _score(cand: Candidate, rc: RecallConfig) -> float:
             + w.period * c["period"] + w.standing * c["standing"])  # fmt: skip
 
 
+def _unseen_bm25(candidates: list[Candidate], plan: Plan, rc: RecallConfig, trace: Trace) -> float:
+    """The BM25 credited to a candidate that holds a query word but that the lexical
+    channel did not return: a share of the weakest hit when the channel was cut at
+    its limit (below it, every memory holding a query word was returned), else 0."""
+    report, limit = trace.channels.get("lexical"), plan.limits.get("lexical", 0)
+    hits = [c.channels["lexical"] for c in candidates if "lexical" in c.channels]
+    if report is None or report.error or not hits or report.count < limit:
+        return 0.0
+    return rc.unseen_lexical_share * min(hits)
+
+
 def rerank(
     candidates: list[Candidate], plan: Plan, config: Config, floor: float, trace: Trace
 ) -> list[Candidate]:
@@ -190,6 +207,7 @@ def rerank(
         plan=plan, config=config, query_stems=frozenset(query_terms(plan.query)),
         query_words=frozenset(terms(plan.query)),
         best_bm25=max((c.channels.get("lexical", 0.0) for c in candidates), default=0.0),
+        unseen_bm25=_unseen_bm25(candidates, plan, rc, trace),
         fits=rc.task_fit.get(plan.intent.value, {}),
         usage_norm=math.log1p(rc.usage_saturation),
     )  # fmt: skip
