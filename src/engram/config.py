@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -123,7 +124,11 @@ class ScoreWeights:
     a memory directly constrains the current action (seed 000).
     ``session`` gives an episode the best relevance among the other episodes of
     its conversation session; ``speaker`` rewards a conversational memory whose
-    speaker the query names; ``period`` one observed in the period the query names.
+    speaker the query names; ``period`` one observed in the period the query names;
+    ``standing`` a conversational memory that states a standing instruction or
+    preference (``RecallConfig.standing_pattern``: "Always cite sources when I ask
+    about ...", "I prefer e-books ..."), because such a statement governs every
+    later request on its subject while sharing few words with it.
     """
 
     semantic: float = 0.40
@@ -139,6 +144,7 @@ class ScoreWeights:
     session: float = 0.05
     speaker: float = 0.10
     period: float = 0.20
+    standing: float = 0.125
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +200,15 @@ class RecallConfig:
     ``speaker_pattern`` finds the speaker label that opens a conversational memory
     ("Melanie: ..."); ``period_slack_days`` widens a period the query names (a
     date, or a month and year) on each side.
+    ``unseen_lexical_share``: a candidate that another channel found, that holds
+    some of the query's content words, but that the lexical channel (cut at its
+    limit) did not return, scored below that channel's weakest hit; its BM25 is
+    taken as this share of that hit's (0.5: the middle of the range it lies in;
+    0: no lexical evidence, as before).
+    ``standing_pattern`` finds a standing instruction or preference stated in a
+    conversational memory (a sentence opening with "always" or "never", "from now
+    on", "I prefer", "my preference"); such a memory gains the ``standing`` weight
+    (it orders candidates, it never lets one through the floor).
     ``trace_retention`` is how many recall traces each tenant keeps in storage (the
     newest; one tenant's traffic never evicts another's); ``usage_flush_seconds``
     how long traces and access counts are batched in memory before being written.
@@ -207,6 +222,7 @@ class RecallConfig:
     working_limit: int = 20
     overlapped_channels: frozenset[str] = frozenset({"vector"})
     rrf_k: int = 60
+    unseen_lexical_share: float = 0.5
     relevance_floor: float = 0.30
     floors: Mapping[str, float] = field(default_factory=lambda: _frozen(_FLOORS))
     near_duplicate_cosine: float = 0.95
@@ -231,6 +247,8 @@ class RecallConfig:
     context_factor: float = 0.8
     speaker_pattern: str = r"([^\W\d_][\w.' -]{0,39}?): "
     period_slack_days: float = 1.0
+    standing_pattern: str = (r"(?i)(?:^|[.!?]\s+)(?:please\s+)?(?:always|never)\b|\bfrom now on\b"
+                             r"|\bI(?:'d| would| \w+)? prefer\b|\bmy preferences?\b")
     working_types: frozenset[str] = frozenset({"task_state"})
     budget: Budget = field(default_factory=Budget)
     trace_retention: int = 1000
@@ -247,13 +265,19 @@ class RecallConfig:
                 raise ConfigError(f"recall.{name} must be >= 0, got {getattr(self, name)}")
         if not self.usage_saturation >= 1:
             raise ConfigError(f"recall.usage_saturation must be >= 1, got {self.usage_saturation}")
-        for name, low, high in (("mmr_lambda", 0.0, 1.0), ("near_duplicate_cosine", -1.0, 1.0)):
+        bounded = (("mmr_lambda", 0.0, 1.0), ("near_duplicate_cosine", -1.0, 1.0),
+                   ("unseen_lexical_share", 0.0, 1.0))
+        for name, low, high in bounded:
             if not low <= getattr(self, name) <= high:  # NaN fails too
                 raise ConfigError(f"recall.{name} must be in [{low}, {high}]")
         if not 0 < self.usage_flush_seconds <= 86_400:
             raise ConfigError("recall.usage_flush_seconds must be in (0, 86400]")
         if not 0 <= self.context_max_gap_seconds < math.inf:
             raise ConfigError("recall.context_max_gap_seconds must be finite and >= 0")
+        try:
+            re.compile(self.standing_pattern)
+        except re.error as exc:
+            raise ConfigError(f"recall.standing_pattern does not compile: {exc}") from exc
 
     def floor_for(self, model_id: str) -> float:
         """The relevance floor for vectors of ``model_id``."""

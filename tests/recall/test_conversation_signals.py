@@ -7,11 +7,15 @@ Each test is a tiny hand-made conversation where that signal alone decides.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from engram import Budget, Config, Context, Engram, FrozenClock
 from engram.config import RecallConfig, ScoreWeights
+from engram.errors import ConfigError
 from engram.recall.model import Intent, Mode
 from engram.recall.plan import make_plan
 from engram.scope import resolve
@@ -126,3 +130,58 @@ def test_coverage_uses_the_lexical_stems_of_the_whole_memory() -> None:
         ranked = _ranked(mem, "Zoe studies ceramic")
     assert ranked
     assert ranked[0][1]["coverage"] == 1.0
+
+
+STANDING = [
+    ("Always use APA 7th edition citation style when I ask about formatting references.",
+     datetime(2023, 5, 8, 14, 0, tzinfo=UTC)),
+    ("My essay is due on Friday and the references are not done yet.",
+     datetime(2023, 6, 2, 10, 0, tzinfo=UTC)),
+]  # fmt: skip
+
+
+def test_a_standing_instruction_outranks_a_turn_that_only_shares_words() -> None:
+    query = "How should I format the references of my essay?"
+    with _episodes(STANDING) as mem:
+        ranked = _ranked(mem, query)
+    assert ranked[0][0].startswith("Always use APA")
+    assert [comps["standing"] for _, comps in ranked] == [1.0, 0.0]
+    config = Config(recall=RecallConfig(weights=ScoreWeights(standing=0.0)))
+    with _episodes(STANDING, config) as mem:  # decided by the signal, not by wording
+        assert _ranked(mem, query)[0][0].startswith("My essay")
+
+
+def test_the_standing_pattern() -> None:
+    pattern = re.compile(RecallConfig().standing_pattern)
+    for text in ("Always include version numbers when I ask about libraries.",
+                 "Thanks. Never use tabs in my code.", "From now on, answer in French.",
+                 "I prefer e-books for their portability.", "I'd prefer a morning slot.",
+                 "As stated in my preference for pragmatic security, ..."):  # fmt: skip
+        assert pattern.search(text), text
+    for text in ("I have always wanted to visit Paris.", "She never called back.",
+                 "Which libraries do you prefer?"):  # fmt: skip
+        assert not pattern.search(text), text
+
+
+def test_a_standing_pattern_that_does_not_compile_is_refused() -> None:
+    with pytest.raises(ConfigError, match="standing_pattern"):
+        RecallConfig(standing_pattern="(unclosed")
+
+
+def test_a_memory_below_the_lexical_cut_keeps_part_of_the_weakest_hit() -> None:
+    """The lexical channel returns one hit here; a memory another channel found that
+    holds a query word scored below it (half of it by default), one holding none 0."""
+    turns = [("The deploy script failed on the staging server.", NOW - timedelta(days=3)),
+             ("Staging was slow all week.", NOW - timedelta(days=2)),
+             ("We had lunch by the river.", NOW - timedelta(days=1))]  # fmt: skip
+
+    def lexical(share: float) -> dict[str, float]:
+        rc = RecallConfig(min_channel_limit=1, candidates_per_item=1, lexical_limit=1,
+                          unseen_lexical_share=share, relevance_floor=0.0,
+                          floors={})  # fmt: skip
+        with _episodes(turns, Config(recall=rc)) as mem:
+            found = mem.recall(CTX, "Why did the staging deploy fail?", budget=BUDGET, now=NOW)
+        return {i.record.content.split()[0]: i.components["lexical"] for i in found.items}
+
+    assert lexical(0.5) == {"The": 1.0, "Staging": 0.5, "We": 0.0}
+    assert lexical(0.0) == {"The": 1.0, "Staging": 0.0, "We": 0.0}

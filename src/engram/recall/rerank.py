@@ -3,8 +3,13 @@
 Components, each in 0..1 and kept on the item for the trace:
 
 * ``semantic``: cosine between the query and the memory (stored vector);
-* ``lexical``: BM25 relative to the best BM25 among this request's candidates
-  (0 for candidates the lexical channel did not find);
+* ``lexical``: BM25 relative to the best BM25 among this request's candidates.
+  A candidate the lexical channel did not return (another channel found it) scores
+  0 when it holds none of the query's content words; when it holds some and the
+  channel stopped at its limit, its BM25 lies between 0 and the channel's weakest
+  hit, and it gets ``unseen_lexical_share`` of that hit (the middle of the range,
+  by default) rather than 0, which would rank a paraphrase that dense retrieval
+  found below every lexical hit;
 * ``task_fit``: how well the memory's type fits the request's intent;
 * ``scope``: specificity, task > session > repo > project > user > global;
 * ``authority``, ``confidence``;
@@ -20,7 +25,12 @@ Components, each in 0..1 and kept on the item for the trace:
   (content that opens with ``Name: ``, matched by ``speaker_pattern``): a question
   about what Melanie said wants her turns, not the turns that only address her;
 * ``period``: 1 when the memory was observed in the period the query names (a
-  date or a month and year, see ``plan``).
+  date or a month and year, see ``plan``);
+* ``standing``: 1 for a conversational memory that states a standing instruction
+  or preference (``standing_pattern``: "Always use APA style when I ask about
+  references", "I prefer e-books"): it governs later requests on its subject,
+  which rarely repeat its words ("How should I list my sources?"), so similarity
+  alone ranks it below the turns that discuss the subject.
 
 The floor applies to *relevance*, absolute evidence that the memory bears on
 this request: the cosine, the share of the query's content words the memory
@@ -68,11 +78,18 @@ def _speaker_names(pattern: str, content: str) -> tuple[str, ...]:
     return tuple(terms(label.group(1))) if label else ()
 
 
+@functools.lru_cache(maxsize=16_384)
+def _states_standing(pattern: str, content: str) -> bool:
+    """Whether ``content`` states a standing instruction or preference (cached)."""
+    return re.search(pattern, content) is not None
+
+
 def forget_cached_texts() -> None:
-    """Drop the cached stems and speaker names of memory texts (after a forget or an
-    erasure)."""
+    """Drop the cached stems, speaker names and standing flags of memory texts (after a
+    forget or an erasure)."""
     _stems.cache_clear()
     _speaker_names.cache_clear()
+    _states_standing.cache_clear()
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +101,7 @@ class _Request:
     query_stems: frozenset[str]
     query_words: frozenset[str]
     best_bm25: float
+    unseen_bm25: float
     fits: Mapping[str, float]
     usage_norm: float
 
@@ -124,6 +142,12 @@ def _speaker(record: Record, rc: RecallConfig, query_words: frozenset[str]) -> f
     return 1.0 if names and query_words.issuperset(names) else 0.0
 
 
+def _standing(record: Record, rc: RecallConfig) -> float:
+    if record.type not in rc.context_types:
+        return 0.0
+    return 1.0 if _states_standing(rc.standing_pattern, record.content) else 0.0
+
+
 def _in_period(record: Record, plan: Plan) -> float:
     if plan.period is None:
         return 0.0
@@ -135,7 +159,7 @@ def _components(cand: Candidate, req: _Request) -> None:
     kind = scope_kind(record.scope)
     fit = req.fits.get(record.type, 0.5)
     overlap = len(query_stems & _stems(record.content)) if query_stems else 0
-    bm25 = cand.channels.get("lexical", 0.0)
+    bm25 = cand.channels.get("lexical", req.unseen_bm25 if overlap else 0.0)
     cand.components.update(
         semantic=max(0.0, cand.components.get("semantic_raw", 0.0)),
         lexical=bm25 / req.best_bm25 if req.best_bm25 > 0 else 0.0,
@@ -149,6 +173,7 @@ def _components(cand: Candidate, req: _Request) -> None:
         structural=_structural(record, kind, req.plan, rc, fit, overlap > 0),
         speaker=_speaker(record, rc, req.query_words),
         period=_in_period(record, req.plan),
+        standing=_standing(record, rc),
     )
 
 
@@ -159,7 +184,18 @@ def _score(cand: Candidate, rc: RecallConfig) -> float:
             + w.confidence * c["confidence"] + w.usage * c["usage"]
             + w.structural * c["structural"] + w.context * c["context"]
             + w.session * c["session"] + w.speaker * c["speaker"]
-            + w.period * c["period"])  # fmt: skip
+            + w.period * c["period"] + w.standing * c["standing"])  # fmt: skip
+
+
+def _unseen_bm25(candidates: list[Candidate], plan: Plan, rc: RecallConfig, trace: Trace) -> float:
+    """The BM25 credited to a candidate that holds a query word but that the lexical
+    channel did not return: a share of the weakest hit when the channel was cut at
+    its limit (below it, every memory holding a query word was returned), else 0."""
+    report, limit = trace.channels.get("lexical"), plan.limits.get("lexical", 0)
+    hits = [c.channels["lexical"] for c in candidates if "lexical" in c.channels]
+    if report is None or report.error or not hits or report.count < limit:
+        return 0.0
+    return rc.unseen_lexical_share * min(hits)
 
 
 def rerank(
@@ -171,6 +207,7 @@ def rerank(
         plan=plan, config=config, query_stems=frozenset(query_terms(plan.query)),
         query_words=frozenset(terms(plan.query)),
         best_bm25=max((c.channels.get("lexical", 0.0) for c in candidates), default=0.0),
+        unseen_bm25=_unseen_bm25(candidates, plan, rc, trace),
         fits=rc.task_fit.get(plan.intent.value, {}),
         usage_norm=math.log1p(rc.usage_saturation),
     )  # fmt: skip
