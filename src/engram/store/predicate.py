@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engram.scope import GLOBAL, USER, Scope
+from engram.store.dialect import SQLITE, Dialect
 
 __all__ = [
     "NO_AGENT",
@@ -64,25 +65,28 @@ class Visibility:
         named += [None] * (_NAMED_SLOTS - len(named))
         return cls(scope.tenant_id, scope.user_id, scope.agent_id or NO_AGENT, tuple(named))
 
-    def sql(self, alias: str = "r") -> tuple[str, dict[str, Any]]:
+    def sql(self, alias: str = "r", dialect: Dialect = SQLITE) -> tuple[str, dict[str, Any]]:
         """A boolean SQL condition over ``alias`` and its named parameters."""
-        (own, params), (tenant_wide, _) = self.branches(alias)
+        (own, params), (tenant_wide, _) = self.branches(alias, dialect)
         return f"({own} OR {tenant_wide})", params
 
-    def branches(self, alias: str = "r") -> tuple[tuple[str, dict[str, Any]], ...]:
+    def branches(
+        self, alias: str = "r", dialect: Dialect = SQLITE
+    ) -> tuple[tuple[str, dict[str, Any]], ...]:
         """The two disjoint halves of ``sql`` (own records, tenant-wide records).
 
         Queries that need index order (newest first) run one branch per
         ``UNION ALL`` arm, because an ``IN`` over ``user_id`` defeats the index order.
         """
-        a = alias
+        a, p = alias, dialect.param
+        named = ", ".join(p(f"vis_s{i}") for i in range(_NAMED_SLOTS))
         own = (
-            f"({a}.tenant_id = :vis_tenant AND {a}.user_id = :vis_user"
-            f" AND {a}.scope IN ('{USER}', :vis_s0, :vis_s1, :vis_s2, :vis_s3)"
-            f" AND {a}.agent_id IN ('', :vis_agent))"
+            f"({a}.tenant_id = {p('vis_tenant')} AND {a}.user_id = {p('vis_user')}"
+            f" AND {a}.scope IN ('{USER}', {named})"
+            f" AND {a}.agent_id IN ('', {p('vis_agent')}))"
         )
         tenant_wide = (
-            f"({a}.tenant_id = :vis_tenant AND {a}.user_id = ''"
+            f"({a}.tenant_id = {p('vis_tenant')} AND {a}.user_id = ''"
             f" AND {a}.scope = '{GLOBAL}' AND {a}.agent_id = '')"
         )
         params: dict[str, Any] = {
@@ -110,17 +114,17 @@ class Visibility:
         trace recorded under it (tenant and user have their own columns)."""
         return json.dumps([self.agent_id, sorted(s for s in self.named if s)])
 
-    def trace_sql(self, alias: str = "t") -> tuple[str, dict[str, Any]]:
+    def trace_sql(self, alias: str = "t", dialect: Dialect = SQLITE) -> tuple[str, dict[str, Any]]:
         """Traces recorded under exactly this visibility.
 
         A trace names the ids its recall saw (selected, rejected, merged), so only a
         caller who sees what that recall saw may read it: the same tenant, user,
         agent and named scopes. Another agent or scope of the same user gets none.
         """
-        a = alias
+        a, p = alias, dialect.param
         text = (
-            f"({a}.tenant_id = :trv_tenant AND {a}.user_id = :trv_user"
-            f" AND {a}.visibility = :trv_key)"
+            f"({a}.tenant_id = {p('trv_tenant')} AND {a}.user_id = {p('trv_user')}"
+            f" AND {a}.visibility = {p('trv_key')})"
         )
         key = self.trace_key()
         return text, {"trv_tenant": self.tenant_id, "trv_user": self.user_id, "trv_key": key}
@@ -176,14 +180,21 @@ class Subject:
     tenant_id: str
     user_id: str
 
-    def sql(self, alias: str = "r") -> tuple[str, dict[str, Any]]:
+    def sql(self, alias: str = "r", dialect: Dialect = SQLITE) -> tuple[str, dict[str, Any]]:
         """The user's own records only (tenant-wide records excluded)."""
-        text = f"({alias}.tenant_id = :subj_tenant AND {alias}.user_id = :subj_user)"
+        p = dialect.param
+        text = f"({alias}.tenant_id = {p('subj_tenant')} AND {alias}.user_id = {p('subj_user')})"
         return text, {"subj_tenant": self.tenant_id, "subj_user": self.user_id}
 
-    def partition_sql(self, alias: str = "r") -> tuple[str, dict[str, Any]]:
+    def partition_sql(
+        self, alias: str = "r", dialect: Dialect = SQLITE
+    ) -> tuple[str, dict[str, Any]]:
         """The user's records plus the tenant's global ones: a vector partition."""
-        text = f"({alias}.tenant_id = :subj_tenant AND {alias}.user_id IN (:subj_user, ''))"
+        p = dialect.param
+        text = (
+            f"({alias}.tenant_id = {p('subj_tenant')}"
+            f" AND {alias}.user_id IN ({p('subj_user')}, ''))"
+        )
         return text, {"subj_tenant": self.tenant_id, "subj_user": self.user_id}
 
 
@@ -197,23 +208,26 @@ class OwnerSlot:
     scope: str
     writer_agent: str = NO_AGENT
 
-    def sql(self, alias: str = "r") -> tuple[str, dict[str, Any]]:
+    def sql(self, alias: str = "r", dialect: Dialect = SQLITE) -> tuple[str, dict[str, Any]]:
         """Exactly this slot."""
-        return self._render(alias, f"{alias}.agent_id = :slot_agent")
+        p = dialect.param
+        return self._render(alias, f"{alias}.agent_id = {p('slot_agent')}", dialect)
 
-    def key_sql(self, alias: str = "r") -> tuple[str, dict[str, Any]]:
+    def key_sql(self, alias: str = "r", dialect: Dialect = SQLITE) -> tuple[str, dict[str, Any]]:
         """The versions (and duplicates) a write to this slot meets: the slot, the
         user's own (agent-independent) records of the scope and the writing agent's.
         So an agent's inference meets what the user stated, and what the user states
         through an agent replaces what that agent held; never another agent's
         memories, whose ids the writer may not learn."""
-        agent = f"{alias}.agent_id IN ('', :slot_agent, :slot_writer)"
-        return self._render(alias, agent)
+        p = dialect.param
+        agent = f"{alias}.agent_id IN ('', {p('slot_agent')}, {p('slot_writer')})"
+        return self._render(alias, agent, dialect)
 
-    def _render(self, alias: str, agent: str) -> tuple[str, dict[str, Any]]:
+    def _render(self, alias: str, agent: str, dialect: Dialect) -> tuple[str, dict[str, Any]]:
+        p = dialect.param
         text = (
-            f"({alias}.tenant_id = :slot_tenant AND {alias}.user_id = :slot_user"
-            f" AND {agent} AND {alias}.scope = :slot_scope)"
+            f"({alias}.tenant_id = {p('slot_tenant')} AND {alias}.user_id = {p('slot_user')}"
+            f" AND {agent} AND {alias}.scope = {p('slot_scope')})"
         )
         params = {
             "slot_tenant": self.tenant_id,
@@ -231,6 +245,7 @@ class Tenant:
 
     tenant_id: str
 
-    def sql(self, alias: str = "r") -> tuple[str, dict[str, Any]]:
+    def sql(self, alias: str = "r", dialect: Dialect = SQLITE) -> tuple[str, dict[str, Any]]:
         """The tenant's records."""
-        return f"({alias}.tenant_id = :ten_tenant)", {"ten_tenant": self.tenant_id}
+        text = f"({alias}.tenant_id = {dialect.param('ten_tenant')})"
+        return text, {"ten_tenant": self.tenant_id}

@@ -1,0 +1,308 @@
+"""The storage contract: what recall, the write path and the lifecycle need of a store.
+
+Two protocols, written once for every backend (SQLite, PostgreSQL):
+
+* ``Store``: the narrow core every request uses. Scoped reads by ids, candidates
+  for a batch of probe values, a version chain, a listing, a batch of change
+  values applied atomically, a per-slot write lock, and the transaction.
+* ``Maintenance``: what administration needs (vector model, meta, audit chain,
+  traces, erasure evidence, index rebuilds). A request's hot path never calls it.
+
+Every read takes a predicate value from ``engram.store.predicate`` and the store
+renders it inside the query (``Visibility.sql(alias, dialect)``), so scoping is a
+constraint of the storage query on every backend, not a filter after it.
+
+Values crossing this boundary are domain values: ``Record`` with ``datetime`` and
+``None``. How a backend encodes time (integer microseconds, ``timestamptz``) or
+"none" (``''`` in SQLite's owner columns) stays inside ``engram.store``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engram.errors import EngramError
+from engram.store.audit import AuditEntry, AuditReport
+from engram.store.erasure import Scrub
+from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
+from engram.store.traces import TraceRow
+from engram.types import Record
+
+__all__ = [
+    "Applied",
+    "Audit",
+    "Change",
+    "Delete",
+    "Hits",
+    "Insert",
+    "KeyProbe",
+    "LexicalProbe",
+    "Listing",
+    "Maintenance",
+    "NeighbourProbe",
+    "Place",
+    "Probe",
+    "RecentProbe",
+    "SlotProbe",
+    "Store",
+    "Touch",
+    "UnlinkContests",
+    "Update",
+    "VectorProbe",
+]
+
+Hits = list[tuple[Record, float]]  # (record, raw channel score), best first
+
+
+# ---------------------------------------------------------------- probes (reads)
+@dataclass(frozen=True, slots=True)
+class KeyProbe:
+    """Keyed records: those whose key is in ``keys`` or, with ``keys`` None, every
+    keyed record of ``types`` (score 1.0)."""
+
+    statuses: tuple[str, ...]
+    limit: int
+    keys: tuple[str, ...] | None = None
+    types: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecentProbe:
+    """The newest records (of ``types`` when given), newest first (score 1.0)."""
+
+    statuses: tuple[str, ...]
+    limit: int
+    types: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalProbe:
+    """BM25 over ``text``; score is BM25, higher is better."""
+
+    text: str
+    statuses: tuple[str, ...]
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class VectorProbe:
+    """Nearest neighbours of ``query`` among vectors of ``model``; score is cosine.
+
+    A backend with an approximate index must still return ``limit`` results when
+    ``limit`` visible ones exist (iterative scans or an exact fallback)."""
+
+    query: NDArray[np.float32]
+    model: str
+    statuses: tuple[str, ...]
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class NeighbourProbe:
+    """Records of ``types`` observed within ``gap`` before and after each anchor in
+    the anchor's session, at most ``per_side`` on each side (score 1.0)."""
+
+    anchors: tuple[Record, ...]
+    types: tuple[str, ...]
+    statuses: tuple[str, ...]
+    gap: timedelta
+    per_side: int
+
+
+@dataclass(frozen=True, slots=True)
+class SlotProbe:
+    """Versions a write to ``slot`` meets (``OwnerSlot.key_sql``), by key or by
+    content hash (exactly one is given). Used by the write path inside its
+    transaction, after ``Store.lock_slot``."""
+
+    slot: OwnerSlot
+    statuses: tuple[str, ...]
+    key: str | None = None
+    content_hash: str | None = None
+
+
+Probe = KeyProbe | RecentProbe | LexicalProbe | VectorProbe | NeighbourProbe | SlotProbe
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """A page of visible records, newest first.
+
+    ``at`` judges effective status (a record past ``expires_at`` reads as
+    ``expired``) and filters by it; ``statuses`` empty means every status (export).
+    """
+
+    statuses: tuple[str, ...] = ()
+    type_name: str | None = None
+    limit: int | None = None
+    offset: int = 0
+    at: datetime | None = None
+
+
+# ---------------------------------------------------------------- changes (writes)
+@dataclass(frozen=True, slots=True)
+class Insert:
+    """A new record and, when it has one, its vector."""
+
+    record: Record
+    vector: NDArray[np.float32] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """New values for an existing record's mutable fields (status, links, usage)."""
+
+    record: Record
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """A record written as given, id included (import); no vector."""
+
+    record: Record
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """Hard deletion of records with their index entries and vectors."""
+
+    tenant: Tenant
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class UnlinkContests:
+    """Remove ``ids`` from the contest links of the tenant's other records."""
+
+    tenant: Tenant
+    ids: tuple[str, ...]
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Touch:
+    """Usage: the visible ``ids`` were recalled at ``at`` (renews retention)."""
+
+    vis: Visibility
+    ids: tuple[str, ...]
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Audit:
+    """An audit entry appended to the hash chain (serialised across writers)."""
+
+    entry: AuditEntry
+
+
+Change = Insert | Update | Place | Delete | UnlinkContests | Touch | Audit
+
+
+@dataclass(slots=True)
+class Applied:
+    """What ``Store.apply`` did: rows deleted and unlinked, audit ids in order."""
+
+    deleted: int = 0
+    unlinked: int = 0
+    audit_ids: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- protocols
+class Store(Protocol):
+    """A system of record with lexical and vector indexes derived from it."""
+
+    @property
+    def in_transaction(self) -> bool:
+        """True while a transaction is open on this store's connection."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """An atomic unit of work; nested calls become savepoints."""
+        ...
+
+    def read(self, vis: Visibility, ids: Sequence[str]) -> list[Record]:
+        """The visible records among ``ids``, in that order (missing ones left out)."""
+        ...
+
+    def candidates(self, vis: Visibility, probes: Sequence[Probe]) -> list[Hits | EngramError]:
+        """One result per probe, in order; a probe that failed yields its error so
+        the others still answer. A backend may run probes concurrently."""
+        ...
+
+    def vectors(
+        self, vis: Visibility, ids: Sequence[str], model: str
+    ) -> dict[str, NDArray[np.float32]]:
+        """Stored vectors of the visible ``ids`` (for diversity and dedup)."""
+        ...
+
+    def history(self, vis: Visibility, record_id: str) -> list[Record]:
+        """The visible version chain through ``record_id``, oldest first."""
+        ...
+
+    def listing(self, vis: Visibility, page: Listing) -> list[Record]:
+        """Visible records, newest first."""
+        ...
+
+    def lock_slot(self, slot: OwnerSlot, key: str) -> None:
+        """Hold the write slot ``(slot, key)`` until the transaction ends.
+
+        A no-op where the database admits one writer at a time (SQLite); a
+        transaction-scoped advisory lock where writers run concurrently."""
+        ...
+
+    def apply(self, changes: Sequence[Change]) -> Applied:
+        """Apply ``changes`` in order, atomically (inside the open transaction when
+        there is one, else in one of its own)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections and caches."""
+        ...
+
+
+class Maintenance(Protocol):
+    """Administration: model, meta, audit, traces, erasure evidence, rebuilds."""
+
+    # vectors and meta
+    def vector_model(self) -> str | None: ...
+    def check_vector_model(self, model: str) -> None: ...
+    def meta_get(self, key: str) -> str | None: ...
+    def meta_set(self, key: str, value: str) -> None: ...
+
+    # audit chain
+    def audit_name(self, subject: Subject) -> str | None: ...
+    def forget_audit_subject(self, subject: Subject) -> int: ...
+    def verify_audit(self) -> AuditReport: ...
+    def audit_entries(self, subject: Subject) -> list[dict[str, Any]]: ...
+
+    # traces
+    def put_traces(self, rows: Sequence[TraceRow], keep: int) -> None: ...
+    def get_trace(self, vis: Visibility, trace_id: str) -> str | None: ...
+    def delete_traces(self, subject: Subject) -> int: ...
+    def delete_traces_naming(self, tenant: Tenant, ids: Sequence[str]) -> int: ...
+
+    # erasure: what to delete, and evidence that it is gone
+    def subject_ids(self, subject: Subject) -> list[str]: ...
+    def derived_ids(self, tenant: Tenant, ids: Sequence[str]) -> list[str]: ...
+    def successors(self, tenant: Tenant, ids: Sequence[str]) -> list[str]: ...
+    def erasure_strings(self, tenant: Tenant, ids: Sequence[str]) -> list[str]: ...
+    def residue(self, tenant: Tenant, ids: Sequence[str]) -> dict[str, int]: ...
+    def subject_residue(self, subject: Subject) -> int: ...
+    def forget_counters(self, subject: Subject) -> None: ...
+    def counter_rows(self, subject: Subject) -> int: ...
+    def forget_partition(self, subject: Subject) -> None: ...
+    def holds_cached(self, tenant_id: str) -> bool: ...
+    def scrub(self, strings: Sequence[str]) -> Scrub: ...
+
+    # derived indexes
+    def rebuild_lexical(self) -> None: ...
+    def iter_all(self, batch: int) -> Iterator[list[Record]]: ...
+    def reset_vectors(self) -> None: ...
+    def put_vectors(self, records: Sequence[Record], vectors: NDArray[np.float32]) -> None: ...
