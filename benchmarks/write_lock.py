@@ -22,14 +22,14 @@ from typing import Any
 
 from common import context, machine, print_table, summarize, temp_dir, write_results
 from engram import Config, Engram
-from engram.config import StoreConfig, WritePolicy
+from engram.config import SQLiteConfig, StoreConfig, WritePolicy
 
 RESULTS = Path(__file__).resolve().parent / "results" / "write_lock.json"
 
 
 def _probe(url: str, stop: threading.Event, waits: list[float]) -> None:
     """Write one memory every 20 ms on a second connection; record each write's time."""
-    config = Config(store=StoreConfig(busy_timeout_ms=120_000))
+    config = Config(store=StoreConfig(sqlite=SQLiteConfig(busy_timeout_ms=120_000)))
     with Engram.open(url, embedder="hashing", config=config) as probe:
         ctx = context("probe")
         n = 0

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,13 +18,16 @@ from typing import Any
 
 from engram.errors import ConfigError
 from engram.limits import shown
+from engram.store.config import PostgresConfig, SQLiteConfig, StoreConfig
 from engram.types import Retention, SourceKind, Tier
 
 __all__ = [
     "RETENTION_PERIODS",
     "Budget",
     "Config",
+    "PostgresConfig",
     "RecallConfig",
+    "SQLiteConfig",
     "ScoreWeights",
     "StoreConfig",
     "TypePolicy",
@@ -195,8 +197,8 @@ class RecallConfig:
     ``relevance_floor`` applies to an item's relevance (the best of semantic,
     lexical and structural evidence) before top-k; ``floors`` overrides it for
     embedding models whose model id starts with a given prefix.
-    The bulk phase of the ``overlapped_channels`` (the vector scan; the lexical
-    ranking) runs on a worker thread beside the other channels.
+    Which channels' bulk phases overlap the others is a store setting
+    (``SQLiteConfig.overlapped_probes``): the store answers them all in one call.
     ``speaker_pattern`` finds the speaker label that opens a conversational memory
     ("Melanie: ..."); ``period_slack_days`` widens a period the query names (a
     date, or a month and year) on each side.
@@ -220,7 +222,6 @@ class RecallConfig:
     lexical_limit: int = 60
     vector_limit: int = 60
     working_limit: int = 20
-    overlapped_channels: frozenset[str] = frozenset({"vector"})
     rrf_k: int = 60
     unseen_lexical_share: float = 0.5
     relevance_floor: float = 0.30
@@ -247,8 +248,10 @@ class RecallConfig:
     context_factor: float = 0.8
     speaker_pattern: str = r"([^\W\d_][\w.' -]{0,39}?): "
     period_slack_days: float = 1.0
-    standing_pattern: str = (r"(?i)(?:^|[.!?]\s+)(?:please\s+)?(?:always|never)\b|\bfrom now on\b"
-                             r"|\bI(?:'d| would| \w+)? prefer\b|\bmy preferences?\b")
+    standing_pattern: str = (
+        r"(?i)(?:^|[.!?]\s+)(?:please\s+)?(?:always|never)\b|\bfrom now on\b"
+        r"|\bI(?:'d| would| \w+)? prefer\b|\bmy preferences?\b"
+    )
     working_types: frozenset[str] = frozenset({"task_state"})
     budget: Budget = field(default_factory=Budget)
     trace_retention: int = 1000
@@ -265,8 +268,11 @@ class RecallConfig:
                 raise ConfigError(f"recall.{name} must be >= 0, got {getattr(self, name)}")
         if not self.usage_saturation >= 1:
             raise ConfigError(f"recall.usage_saturation must be >= 1, got {self.usage_saturation}")
-        bounded = (("mmr_lambda", 0.0, 1.0), ("near_duplicate_cosine", -1.0, 1.0),
-                   ("unseen_lexical_share", 0.0, 1.0))
+        bounded = (
+            ("mmr_lambda", 0.0, 1.0),
+            ("near_duplicate_cosine", -1.0, 1.0),
+            ("unseen_lexical_share", 0.0, 1.0),
+        )
         for name, low, high in bounded:
             if not low <= getattr(self, name) <= high:  # NaN fails too
                 raise ConfigError(f"recall.{name} must be in [{low}, {high}]")
@@ -285,38 +291,6 @@ class RecallConfig:
             if model_id.startswith(prefix):
                 return floor
         return self.relevance_floor
-
-
-@dataclass(frozen=True, slots=True)
-class StoreConfig:
-    """Storage knobs: the SQLite busy timeout and the bounds of the in-memory
-    vector (``vector_cache_rows``) and lexical (``lexical_cache_rows``) partitions.
-    ``read_connections`` gives each thread of a file store its own read connection
-    (WAL readers do not wait for each other or for a writer). A vector scan of at
-    least ``vector_estimate_rows`` visible rows shortlists candidates from int8
-    codes and rescores them exactly (0: always scan float32 rows).
-
-    Lexical search is BM25 over in-memory postings per partition (``lexicon``),
-    with statistics over the rows the caller may read. The FTS5 engine and its
-    options (``lexical_engine``, ``fts_term_cap``, ``fts_rank_window``,
-    ``fts_prefilter_below_share``, ``term_count_cache``) were removed: its scores
-    used statistics over every tenant's rows, so they revealed what other tenants
-    stored. Passing one of them is a ``TypeError`` naming it."""
-
-    busy_timeout_ms: int = 5000
-    vector_cache_rows: int = 2_000_000
-    lexical_cache_rows: int = 2_000_000
-    read_connections: bool = True
-    vector_scan_threads: int = 0
-    vector_parallel_rows: int = 32_768
-    vector_estimate_rows: int = 16_384
-
-    def scan_threads(self) -> int:
-        """Threads for one large exact scan: ``vector_scan_threads``, or when 0 the
-        machine's cores, at most four (a scan is bound by memory bandwidth)."""
-        if self.vector_scan_threads > 0:
-            return self.vector_scan_threads
-        return max(1, min(4, os.cpu_count() or 1))
 
 
 @dataclass(frozen=True, slots=True)

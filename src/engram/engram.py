@@ -40,11 +40,9 @@ from engram.recall.render import render
 from engram.recall.usage import UsageRecorder
 from engram.scope import GLOBAL, Context, Scope, resolve
 from engram.store.audit import AuditReport
-from engram.store.base import Store
-from engram.store.predicate import NO_AGENT, NO_USER, Visibility
-from engram.store.rows import to_micros
-from engram.store.sqlite import SQLiteStore
-from engram.store.url import sqlite_path
+from engram.store.contract import Listing
+from engram.store.open import Backend, open_store
+from engram.store.predicate import Visibility
 from engram.types import (
     Authority,
     Record,
@@ -76,7 +74,7 @@ class Engram:
     """A governed memory store for AI agents. Open one with ``Engram.open``."""
 
     def __init__(
-        self, store: Store, embedder: Embedder, config: Config | None = None,
+        self, store: Backend, embedder: Embedder, config: Config | None = None,
         clock: Clock | None = None,
     ) -> None:  # fmt: skip
         self.config = config or Config()
@@ -99,7 +97,9 @@ class Engram:
         clock: Clock | None = None,
         **embedder_options: Any,
     ) -> Engram:
-        """Open (creating if needed) the store at ``url`` with the given embedder."""
+        """Open (creating if needed) the store at ``url`` with the given embedder:
+        ``sqlite:///path``, ``sqlite://:memory:`` or ``postgresql://...``
+        (``engram.store.open.open_store``)."""
         if not isinstance(url, str) or not url or len(url) > _MAX_URL or not url.isprintable():
             raise InvalidArgument("url must be a non-empty string such as sqlite:///engram.db")
         if config is not None and not isinstance(config, Config):
@@ -107,7 +107,7 @@ class Engram:
         if clock is not None and not isinstance(clock, Clock):
             raise InvalidArgument("clock must have a now() method (an engram.Clock)")
         config = config or Config()
-        store = SQLiteStore(sqlite_path(url), config.store)
+        store = open_store(url, config.store)
         return cls(store, create_embedder(embedder, **embedder_options), config, clock)
 
     def close(self) -> None:
@@ -138,10 +138,10 @@ class Engram:
         return record
 
     def _record(self, vis: Visibility, memory_id: object) -> Record:
-        record = self.store.get(vis, limits.identifier(memory_id, "memory_id"))
-        if record is None:
+        found = self.store.read(vis, [limits.identifier(memory_id, "memory_id")])
+        if not found:
             raise NotFound(f"no memory {memory_id!r} is visible to this context")
-        return record
+        return found[0]
 
     # -- write path --------------------------------------------------------------
 
@@ -217,7 +217,7 @@ class Engram:
         if Source.coerce(fields.get("source")).kind == SourceKind.CONVERSATION:
             fields.setdefault("authority", Authority.EXPLICIT_ADMIN)
         proposal = build_proposal(self.config, content, scope=GLOBAL, **fields)
-        owner = Owner(scope.tenant_id, NO_USER, NO_AGENT, GLOBAL, "admin")
+        owner = Owner(scope.tenant_id, None, None, GLOBAL, "admin")
         when = self._now(now)
         unit = expand(proposal, GLOBAL, self.config.write, when)
         return self._writer.write(owner, [unit], when)[0]
@@ -287,7 +287,7 @@ class Engram:
         epoch = self._usage.epoch  # usage of a recall an erasure overtakes is dropped
         result = run_pipeline(request, self.store, self.embedder, self.config, self.token_counter)
         vis = Visibility.of(scope)
-        self._usage.record(vis, result.ids, to_micros(when) or 0, result.trace.trace_id,
+        self._usage.record(vis, result.ids, when, result.trace.trace_id,
                            result.trace.to_dict(), epoch)  # fmt: skip
         return result
 
@@ -346,7 +346,8 @@ class Engram:
         if not 0 <= offset <= limits.MAX_OFFSET:
             raise InvalidArgument(f"offset must be between 0 and {limits.MAX_OFFSET}")
         now = self.clock.now()
-        rows = self.store.listing(vis, type, _statuses(status), limit, offset, to_micros(now))
+        page = Listing(_statuses(status), type, limit, offset, now)
+        rows = self.store.listing(vis, page)
         return [as_seen(r, now) for r in rows]
 
     def history(self, ctx: Context, memory_id: str) -> builtins.list[Record]:
@@ -361,7 +362,8 @@ class Engram:
         version links, as plain rows."""
         _, vis = self._visible(ctx)
         now = self.clock.now()
-        return export_rows(as_seen(r, now) for r in self.store.export(vis) if r.scope != GLOBAL)
+        every = reversed(self.store.listing(vis, Listing()))  # oldest first
+        return export_rows(as_seen(r, now) for r in every if r.scope != GLOBAL)
 
     def import_records(self, ctx: Context, rows: Sequence[Mapping[str, Any]]) -> ImportReport:
         """Import exported rows under ``ctx``'s ownership (ids re-issued, links kept)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from tests import probes
 
 from engram import Context, Engram, NotFound, Status
 from engram.scope import resolve
@@ -16,11 +17,11 @@ ALL = tuple(status.value for status in Status)
 def _vector_ids(mem: Engram, ctx: Context, text: str) -> set[str]:
     query = mem.embedder.embed([text])[0]
     vis = Visibility.of(resolve(ctx))
-    return {i for i, _ in mem.store.vector(vis, query, mem.embedder.model_id, ALL, 10_000)}
+    return {i for i, _ in probes.vector(mem.store, vis, query, mem.embedder.model_id, ALL, 10_000)}
 
 
 def _lexical_ids(mem: Engram, ctx: Context, text: str) -> set[str]:
-    return {i for i, _ in mem.store.lexical(Visibility.of(resolve(ctx)), text, ALL, 10_000)}
+    return {i for i, _ in probes.lexical(mem.store, Visibility.of(resolve(ctx)), text, ALL, 10_000)}
 
 
 def test_forget_deletes_the_chain_derived_copies_and_vectors(mem: Engram, ctx: Context) -> None:

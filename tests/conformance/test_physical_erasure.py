@@ -14,6 +14,8 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from tests import probes
+from tests.conftest import T0
 
 from engram import Context, Engram, NotFound
 from engram.errors import EngramError
@@ -60,8 +62,12 @@ def _write_chain(mem: Engram, ctx: Context) -> tuple[str, str, str]:
     second = mem.correct(ctx, first.id, CORRECTED, value=VALUE).record
     assert second is not None
     other = dataclasses.replace(ctx, user_id="u2")
-    copy = mem.remember(other, DERIVED, type="summary",
-                        source={"kind": "consolidation", "derived_from": [second.id]}).record
+    copy = mem.remember(
+        other,
+        DERIVED,
+        type="summary",
+        source={"kind": "consolidation", "derived_from": [second.id]},
+    ).record
     assert copy is not None
     return first.id, second.id, copy.id
 
@@ -116,7 +122,7 @@ def test_erase_subject_leaves_no_byte_counter_row_or_plain_user_id(
     assert keep is not None
     traces = _recall_traces(mem, victim)
     vis = Visibility.of(resolve(victim))
-    assert mem.store.lexical(vis, "Zanzibar", ALL, 5)  # partitions are cached
+    assert probes.lexical(mem.store, vis, "Zanzibar", ALL, 5)  # partitions are cached
 
     receipt = mem.erase_subject("acme", "patient-7f3a9c")
 
@@ -136,12 +142,12 @@ def test_erase_subject_leaves_no_byte_counter_row_or_plain_user_id(
             rows = conn.execute(f"SELECT * FROM {table} WHERE user_id = ?", (victim.user_id,))
             assert rows.fetchall() == [], table
         erase = conn.execute("SELECT user_id, reason FROM audit WHERE operation = 'ERASE'")
-        (user_column, reason), = erase.fetchall()
+        ((user_column, reason),) = erase.fetchall()
     assert user_column.startswith("s:")
     assert victim.user_id not in user_column + reason
     assert mem.audit_verify().ok
     mem.remember(victim, "A new note after the erasure.")  # counters start again, caches fresh
-    assert [i for i, _ in mem.store.lexical(vis, "Zanzibar", ALL, 5)] == []
+    assert [i for i, _ in probes.lexical(mem.store, vis, "Zanzibar", ALL, 5)] == []
     mem.close()
     assert _found(db_path, _needles()) == []
 
@@ -175,7 +181,7 @@ def test_a_recall_overtaken_by_an_erasure_records_no_usage(mem: Engram, ctx: Con
     started = mem._usage.epoch
     body = {"selected": [{"id": second}], "rejections": {"floor": [first]}}
     mem.forget(ctx, first)
-    mem._usage.record(vis, [second], 0, "01HZZZZZZZZZZZZZZZZZZZZZZZ", body, started)
+    mem._usage.record(vis, [second], T0, "01HZZZZZZZZZZZZZZZZZZZZZZZ", body, started)
     mem.flush()
     with pytest.raises(NotFound):
         mem.trace(ctx, "01HZZZZZZZZZZZZZZZZZZZZZZZ")
@@ -214,7 +220,7 @@ def test_forget_racing_correct_never_verifies_a_surviving_version(
                               key=f"deploy.window.{trial}", value="Monday").record  # fmt: skip
         assert target is not None
         receipt = _race(mem, ctx, target.id, trial)
-        survivors = mem.store.by_key(admin, [f"deploy.window.{trial}"], ALL, 10)
+        survivors = probes.by_key(mem.store, admin, [f"deploy.window.{trial}"], ALL, 10)
         assert receipt.verified
         assert survivors == [], (trial, survivors)
 

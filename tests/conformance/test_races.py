@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import T0, OpenMem
 
 from engram import Config, Conflict, Context, Engram, NotFound, Status
-from engram.config import StoreConfig
+from engram.config import SQLiteConfig, StoreConfig
 
 KEY = "deploy.region"
 ALL = [s.value for s in Status]
@@ -47,7 +47,7 @@ def _race(*calls: Callable[[], Any]) -> list[Any]:
 
 
 def _writers(open_mem: OpenMem, url: str, n: int) -> list[Engram]:
-    config = Config(store=StoreConfig(busy_timeout_ms=30_000))
+    config = Config(store=StoreConfig(sqlite=SQLiteConfig(busy_timeout_ms=30_000)))
     return [open_mem(url, config=config) for _ in range(n)]
 
 
@@ -211,8 +211,8 @@ def _process_writer(url: str, seed: int, steps: int) -> int:
     ctx = Context(tenant_id="acme", user_id="u1", agent_id="coder")
     rng = random.Random(seed)
     unexpected = 0
-    with Engram.open(url, embedder="hashing",
-                     config=Config(store=StoreConfig(busy_timeout_ms=30_000))) as mem:  # fmt: skip
+    patient = Config(store=StoreConfig(sqlite=SQLiteConfig(busy_timeout_ms=30_000)))
+    with Engram.open(url, embedder="hashing", config=patient) as mem:
         for step in range(steps):
             active = [r for r in mem.list(ctx, status="active", limit=100) if r.key == KEY]
             try:
@@ -247,7 +247,7 @@ def test_two_racing_imports_of_one_export_store_it_once(
     from tests.conformance.test_write_lock import SlowEmbedder
 
     slow = SlowEmbedder()
-    config = Config(store=StoreConfig(busy_timeout_ms=30_000))
+    config = Config(store=StoreConfig(sqlite=SQLiteConfig(busy_timeout_ms=30_000)))
     first = open_mem(sqlite_file_url, embedder=slow, config=config)
     second = open_mem(sqlite_file_url, config=config)
     source = Context(tenant_id=ctx.tenant_id, user_id="exporter")

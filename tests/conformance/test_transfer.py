@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests import probes
 
 from engram import Context, Engram, InvalidArgument, Operation, Status
 from engram.scope import resolve
@@ -94,7 +95,7 @@ def test_export_import_round_trips_into_another_store(
     copies = other.export(target)
     _assert_round_trip(rows, copies, dict(report.id_map), target)
     assert {row["agent_id"] for row in copies} == {"coder"}
-    active = other.store.lexical(_vis(target), "train", ("active",), 10)
+    active = probes.lexical(other.store, _vis(target), "train", ("active",), 10)
     assert [i for i, _ in active] == [report.id_map[rows[2]["id"]]]
 
 

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 
 import pytest
+from tests import probes
 
 from engram import Context, Engram, IndexMismatch, Status
 from engram.embed import HashingEmbedder
@@ -23,7 +24,7 @@ TEXTS = [
 
 def _vector(mem: Engram, vis: Visibility, text: str, k: int = 10) -> list[str]:
     query = mem.embedder.embed([text])[0]
-    return [i for i, _ in mem.store.vector(vis, query, mem.embedder.model_id, ACTIVE, k)]
+    return [i for i, _ in probes.vector(mem.store, vis, query, mem.embedder.model_id, ACTIVE, k)]
 
 
 def _write_with_384(url: str, open_mem: Callable[..., Engram], ctx: Context) -> list[str]:
@@ -50,8 +51,8 @@ def test_another_model_is_refused_until_the_index_is_rebuilt(
         _vector(mem, vis, "Kotlin payments")
     assert "hashing-v2-384" in str(info.value)
     assert "hashing-v2-128" in str(info.value)
-    assert [r.id for r in mem.store.by_key(vis, ["fact.0"], ACTIVE, 10)] == [ids[0]]
-    assert [i for i, _ in mem.store.lexical(vis, "Rust search", ACTIVE, 10)] == [ids[1]]
+    assert [r.id for r in probes.by_key(mem.store, vis, ["fact.0"], ACTIVE, 10)] == [ids[0]]
+    assert [i for i, _ in probes.lexical(mem.store, vis, "Rust search", ACTIVE, 10)] == [ids[1]]
     late = mem.remember(ctx, "The billing service is written in Kotlin too.")
     assert late.record is not None
     assert late.record.embedding_model is None
@@ -100,11 +101,11 @@ def test_a_rebuild_on_every_backend_keeps_search_working(mem: Engram, ctx: Conte
         mem.remember(ctx, text)
     vis = Visibility.of(resolve(ctx))
     before = _vector(mem, vis, "Rust search service")
-    lexical = mem.store.lexical(vis, "service", ACTIVE, 10)
+    lexical = probes.lexical(mem.store, vis, "service", ACTIVE, 10)
     report = mem.rebuild_index()
     assert report.records == 3
     assert _vector(mem, vis, "Rust search service") == before
-    assert mem.store.lexical(vis, "service", ACTIVE, 10) == lexical
+    assert probes.lexical(mem.store, vis, "service", ACTIVE, 10) == lexical
 
 
 class _WrongEmbedder:

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from tests.conftest import OpenMem
 
 from engram import Config, Context, EmbeddingError, PartialWrite
-from engram.config import StoreConfig, WritePolicy
+from engram.config import SQLiteConfig, StoreConfig, WritePolicy
 from engram.embed.base import Wrapped
 from engram.embed.hashing import HashingEmbedder
 
@@ -53,7 +53,7 @@ class FailingEmbedder(Wrapped):
 
 
 def _short_wait() -> Config:
-    return Config(store=StoreConfig(busy_timeout_ms=300))
+    return Config(store=StoreConfig(sqlite=SQLiteConfig(busy_timeout_ms=300)))
 
 
 def _while_embedding(slow: SlowEmbedder, call: Any, out: list[Any]) -> threading.Thread:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from tests import probes
 
 from engram import Context, Engram, Status
 from engram.scope import resolve
@@ -59,9 +60,9 @@ def snapshot(mem: Engram, ctx: Context) -> dict[str, Any]:
         state[f"export:{key}"] = mem.export(reader)
         state[f"audit:{key}"] = mem.store.audit_entries(Subject("acme", str(reader.user_id)))
         state[f"vector:{key}"] = sorted(
-            mem.store.vector(vis, query, mem.embedder.model_id, ALL, 10_000)
+            probes.vector(mem.store, vis, query, mem.embedder.model_id, ALL, 10_000)
         )
-        state[f"fts:{key}"] = sorted(mem.store.lexical(vis, " ".join(WORDS), ALL, 10_000))
+        state[f"fts:{key}"] = sorted(probes.lexical(mem.store, vis, " ".join(WORDS), ALL, 10_000))
     path = getattr(mem.store, "path", ":memory:")
     if path != ":memory:":
         with closing(sqlite3.connect(path)) as conn:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from tests import probes
+
 from engram import Context, Engram
 from engram.scope import resolve
 from engram.store.predicate import Visibility
@@ -29,7 +31,7 @@ def test_a_document_with_every_term_comes_first_when_common_terms_are_pruned(
     items.append({"content": target, "type": "fact"})
     mem.remember_many(ctx, items)
     vis = Visibility.of(resolve(ctx))
-    hits = mem.store.lexical(vis, target, ALL, 3)
+    hits = probes.lexical(mem.store, vis, target, ALL, 3)
     assert mem.get(ctx, hits[0][0]).content == target
     assert len({i for i, _ in hits}) == len(hits) == 3
 
@@ -48,6 +50,6 @@ def test_a_dominant_caller_still_finds_matches_that_others_outrank(
                               for i in range(3)])  # fmt: skip
     mem.remember_many(bob, [{"content": f"zebra zebra b{i}", "type": "fact"} for i in range(60)])
     vis = Visibility.of(resolve(alice))
-    hits = mem.store.lexical(vis, "zebra", ALL, 5)
+    hits = probes.lexical(mem.store, vis, "zebra", ALL, 5)
     assert len(hits) == 3
     assert all("zebra" in mem.get(alice, i).content for i, _ in hits)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tests import probes
 
 from engram import Context, Engram
 from engram.config import StoreConfig
@@ -80,11 +81,11 @@ def test_writes_and_forgets_reach_a_cached_partition(
     vis = Visibility.of(resolve(ctx))
     first = mem.remember(ctx, "the zebra crossing is closed", type="fact").record
     assert first is not None
-    assert _contents(mem, ctx, mem.store.lexical(vis, "zebra", ALL, 5)) == [first.content]
+    assert _contents(mem, ctx, probes.lexical(mem.store, vis, "zebra", ALL, 5)) == [first.content]
     mem.remember(ctx, "a zebra escaped the zoo", type="fact")
-    assert len(mem.store.lexical(vis, "zebra", ALL, 5)) == 2
+    assert len(probes.lexical(mem.store, vis, "zebra", ALL, 5)) == 2
     mem.forget(ctx, first.id)
-    assert _contents(mem, ctx, mem.store.lexical(vis, "zebra", ALL, 5)) == [
+    assert _contents(mem, ctx, probes.lexical(mem.store, vis, "zebra", ALL, 5)) == [
         "a zebra escaped the zoo"
     ]
 
@@ -98,9 +99,9 @@ def test_status_is_filtered_and_the_ranking_deepens(
         mem.remember(ctx, f"deploy target is region {i} deploy deploy", type="fact",
                      key="deploy.target")  # fmt: skip
     mem.remember(ctx, "deploy notes for the team wiki page", type="fact")
-    active = mem.store.lexical(vis, "deploy", ("active",), 2)
+    active = probes.lexical(mem.store, vis, "deploy", ("active",), 2)
     assert len(active) == 2
-    assert len(mem.store.lexical(vis, "deploy", ALL, 50)) == 31
+    assert len(probes.lexical(mem.store, vis, "deploy", ALL, 50)) == 31
 
 
 def test_erasure_drops_the_partition_from_memory(
@@ -109,12 +110,12 @@ def test_erasure_drops_the_partition_from_memory(
     mem = open_engine(tmp_path / "e.db")
     vis = Visibility.of(resolve(ctx))
     mem.remember(ctx, "private diagnosis note", type="fact")
-    assert mem.store.lexical(vis, "diagnosis", ALL, 5)
+    assert probes.lexical(mem.store, vis, "diagnosis", ALL, 5)
     key = (ctx.tenant_id, ctx.user_id, "lexical")
-    assert key in mem.store._lexicon._parts
+    assert key in mem.store._lexical_engine._cache._parts
     mem.erase_subject(ctx.tenant_id, ctx.user_id)
-    assert key not in mem.store._lexicon._parts
-    assert mem.store.lexical(vis, "diagnosis", ALL, 5) == []
+    assert key not in mem.store._lexical_engine._cache._parts
+    assert probes.lexical(mem.store, vis, "diagnosis", ALL, 5) == []
 
 
 def test_the_exact_match_comes_first(
@@ -125,7 +126,7 @@ def test_the_exact_match_comes_first(
     mem.remember_many(ctx, [{"content": f"release {i} shipped on time", "type": "fact"}
                             for i in range(20)])  # fmt: skip
     mem.remember(ctx, "the release of the billing service slipped", type="fact")
-    hits = mem.store.lexical(vis, "billing release slipped", ALL, 3)
+    hits = probes.lexical(mem.store, vis, "billing release slipped", ALL, 3)
     assert _contents(mem, ctx, hits)[0] == "the release of the billing service slipped"
 
 

@@ -6,6 +6,8 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from tests import probes
+
 from engram import Context, Engram
 from engram.scope import resolve
 from engram.store.predicate import Visibility
@@ -30,9 +32,9 @@ def test_an_older_database_is_backfilled_and_searchable(
         conn.executescript(_LATER)
     upgraded = open_mem(f"sqlite:///{path}")
     vis = Visibility.of(resolve(ctx))
-    assert len(upgraded.store.lexical(vis, "harbour", ALL, 10)) == 5
+    assert len(probes.lexical(upgraded.store, vis, "harbour", ALL, 10)) == 5
     upgraded.remember(ctx, "a sixth harbour note", type="fact")
-    assert len(upgraded.store.lexical(vis, "harbour", ALL, 10)) == 6
+    assert len(probes.lexical(upgraded.store, vis, "harbour", ALL, 10)) == 6
     assert upgraded.recall(ctx, "what about the harbour?").items
 
 
@@ -52,4 +54,4 @@ def test_the_fts5_index_and_its_counters_are_dropped(
     assert totals == {"vectors"}
     upgraded = open_mem(f"sqlite:///{path}")
     vis = Visibility.of(resolve(ctx))
-    assert len(upgraded.store.lexical(vis, "harbour crane", ALL, 10)) == 1
+    assert len(probes.lexical(upgraded.store, vis, "harbour crane", ALL, 10)) == 1

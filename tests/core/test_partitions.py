@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests import probes
 
 from engram import Context, Engram
 from engram.scope import resolve
@@ -37,18 +38,18 @@ def test_a_rolled_back_savepoint_leaves_no_trace_in_memory(
         try:
             with mem.store.transaction():  # a savepoint
                 mem.remember(ctx, "zebra sighting near the lake", type="fact")
-                assert mem.store.lexical(vis, "zebra", ALL, 5)  # seen inside
-                mem.store.vector(vis, mem.embedder.embed(["zebra"])[0], model, ALL, 5)
+                assert probes.lexical(mem.store, vis, "zebra", ALL, 5)  # seen inside
+                probes.vector(mem.store, vis, mem.embedder.embed(["zebra"])[0], model, ALL, 5)
                 raise Rollback
         except Rollback:
             pass
         record = mem.remember(ctx, "giraffe sighting near the river", type="fact").record
         assert record is not None
-        assert [i for i, _ in mem.store.lexical(vis, "giraffe", ALL, 5)] == [record.id]
-    assert [i for i, _ in mem.store.lexical(vis, "giraffe", ALL, 5)] == [record.id]
-    assert mem.store.lexical(vis, "zebra", ALL, 5) == []
+        assert [i for i, _ in probes.lexical(mem.store, vis, "giraffe", ALL, 5)] == [record.id]
+    assert [i for i, _ in probes.lexical(mem.store, vis, "giraffe", ALL, 5)] == [record.id]
+    assert probes.lexical(mem.store, vis, "zebra", ALL, 5) == []
     query = mem.embedder.embed(["giraffe sighting near the river"])[0]
-    assert record.id in [i for i, _ in mem.store.vector(vis, query, model, ALL, 5)]
+    assert record.id in [i for i, _ in probes.vector(mem.store, vis, query, model, ALL, 5)]
 
 
 def test_uncommitted_rows_do_not_change_another_threads_ranking(
@@ -62,7 +63,8 @@ def test_uncommitted_rows_do_not_change_another_threads_ranking(
     def ranking_elsewhere() -> list[str]:
         out: list[list[str]] = []
         thread = threading.Thread(target=lambda: out.append(
-            [i for i, _ in mem.store.lexical(vis, "alpha bravo", ("active",), 5)]))  # fmt: skip
+            [i for i, _ in probes.lexical(mem.store, vis, "alpha bravo", ("active",), 5)]
+        ))  # fmt: skip
         thread.start()
         thread.join()
         return out[0]
@@ -73,7 +75,7 @@ def test_uncommitted_rows_do_not_change_another_threads_ranking(
         with mem.store.transaction():
             mem.remember_many(ctx, [{"content": f"alpha draft {i}", "type": "fact"}
                                     for i in range(300)])  # fmt: skip
-            seen.append(len(mem.store.lexical(vis, "alpha", ALL, 500)))  # its own writes
+            seen.append(len(probes.lexical(mem.store, vis, "alpha", ALL, 500)))  # its own writes
             assert ranking_elsewhere() == before
             raise Rollback
     except Rollback:
@@ -92,11 +94,11 @@ def test_a_transaction_never_waits_for_a_partition_load(ctx: Context) -> None:
     loading, in_transaction = threading.Event(), threading.Event()
     original = store._rows
 
-    def rows(query: Any) -> Any:
+    def rows(query: Any, plain: bool = False) -> Any:
         if threading.current_thread().name == "loader" and "r.rowid > :after" in query[0]:
             loading.set()
             in_transaction.wait(5)
-        return original(query)
+        return original(query, plain)
 
     store._rows = rows  # type: ignore[method-assign]
 
@@ -104,9 +106,9 @@ def test_a_transaction_never_waits_for_a_partition_load(ctx: Context) -> None:
         loading.wait(5)
         with store.transaction():
             in_transaction.set()
-            store.lexical(vis, "zebra", ("active",), 5)
+            probes.lexical(store, vis, "zebra", ("active",), 5)
 
-    threads = [threading.Thread(target=lambda: store.lexical(vis, "zebra", ("active",), 5),
+    threads = [threading.Thread(target=lambda: probes.lexical(store, vis, "zebra", ("active",), 5),
                                 name="loader", daemon=True),
                threading.Thread(target=writer, name="writer", daemon=True)]  # fmt: skip
     for thread in threads:
@@ -157,7 +159,7 @@ def test_vectors_of_racing_an_append_does_not_fail(
 
 
 def test_exact_ties_break_the_same_way_with_and_without_estimates(
-    make_partition: Callable[..., Partition]
+    make_partition: Callable[..., Partition],
 ) -> None:
     rng = np.random.default_rng(1)
     rows = rng.standard_normal((20_000, 64)).astype(np.float32)
@@ -184,12 +186,12 @@ def test_forgetting_drops_derived_copies_and_cached_words(
                                   source={"kind": "consolidation", "ref": None,
                                           "derived_from": [source.id]}).record  # fmt: skip
     assert derived is not None
-    assert mem.store.lexical(vis, "xyzzyplasia", ALL, 5)  # both partitions are warm
+    assert probes.lexical(mem.store, vis, "xyzzyplasia", ALL, 5)  # both partitions are warm
     receipt = mem.erase_subject(ctx.tenant_id, ctx.user_id)
     assert receipt.verified
     assert receipt.derived == 1
-    assert not mem.store._lexicon._parts
-    assert not mem.store._cache._parts
+    assert not mem.store._lexical_engine._cache._parts
+    assert not mem.store._vector_engine._cache._parts
     hits = porter.cache_info().hits
     porter("xyzzyplasia")
     assert porter.cache_info().hits == hits, "an erased word is still cached"

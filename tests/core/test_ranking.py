@@ -6,8 +6,11 @@ import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from tests import probes
+
 from engram import Context, Engram
 from engram.scope import resolve
+from engram.store.contract import LexicalProbe, RecentProbe, VectorProbe
 from engram.store.predicate import Visibility
 from engram.store.ranking import Ranking, alive_top
 
@@ -120,22 +123,32 @@ def test_records_a_request_already_read_are_not_read_again(
                             for i in range(12)])  # fmt: skip
     query = mem.embedder.embed(["kernel note"])[0]
     model = mem.embedder.model_id
-    first = mem.store.vector_hits(vis, query, model, ("active",), 5)
-    known = {r.id: r for r, _ in first}
+    first = probes.vector_hits(mem.store, vis, query, model, ("active",), 5)
     reads: list[dict[str, object]] = []
 
     def trace(sql: str, params: Mapping[str, object]) -> None:
         if "json_each(:ids)" in sql:
             reads.append(dict(params))
 
+    every = RecentProbe(("active",), 12)  # reads every record, by scope, not by id
+    vector = VectorProbe(query, model, ("active",), 5)
+    words = LexicalProbe("kernel", ("active",), 8)
     mem.store.tracer = trace
     try:
-        again = mem.store.vector_hits(vis, query, model, ("active",), 5, known=known)
-        assert [r.id for r, _ in again] == [r.id for r, _ in first]
-        assert reads == [], "every hit was known: nothing is read"
-        words = mem.store.lexical_hits(vis, "kernel", ("active",), 8, known=known)
+        answers = mem.store.candidates(vis, [every, vector, words])
+        assert reads == [], "every hit was known: nothing is read again"
+        newest = mem.store.candidates(vis, [RecentProbe(("active",), 5), words])
     finally:
         mem.store.tracer = None
-    assert len(words) == 8
+    again, found = answers[1], answers[2]
+    assert not isinstance(again, Exception)
+    assert not isinstance(found, Exception)
+    assert [r.id for r, _ in again] == [r.id for r, _ in first]
+    assert len(found) == 8
+    known, hits = newest
+    assert not isinstance(known, Exception)
+    assert not isinstance(hits, Exception)
+    assert len(hits) == 8
     assert len(reads) == 1
-    assert not set(json.loads(str(reads[0]["ids"]))) & set(known), "a known record was read"
+    read = set(json.loads(str(reads[0]["ids"])))
+    assert not read & {r.id for r, _ in known}, "a known record was read"

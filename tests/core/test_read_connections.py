@@ -12,6 +12,7 @@ import pytest
 
 from engram import Context, Engram
 from engram.scope import resolve
+from engram.store.contract import Listing
 from engram.store.predicate import Visibility
 
 ALL = ("active", "superseded", "expired")
@@ -30,7 +31,7 @@ def test_a_read_does_not_wait_for_another_threads_open_write(
     def writer() -> None:
         with mem.store.transaction():
             mem.remember(ctx, "The production cluster runs in us-east-2.")
-            seen_by_writer.append(len(mem.store.listing(vis, None, ALL, 100)))
+            seen_by_writer.append(len(mem.store.listing(vis, Listing(ALL, None, 100))))
             inside.set()
             release.wait(timeout=30)
 
@@ -40,12 +41,12 @@ def test_a_read_does_not_wait_for_another_threads_open_write(
         assert inside.wait(timeout=30)
         # The write transaction is open and holds the store's lock: this read must
         # neither block on it nor see its uncommitted row.
-        assert [r.id for r in mem.store.listing(vis, None, ALL, 100)] == [committed.id]
+        assert [r.id for r in mem.store.listing(vis, Listing(ALL, None, 100))] == [committed.id]
     finally:
         release.set()
         thread.join(timeout=30)
     assert seen_by_writer == [2]
-    assert len(mem.store.listing(vis, None, ALL, 100)) == 2
+    assert len(mem.store.listing(vis, Listing(ALL, None, 100))) == 2
 
 
 def test_memory_stores_keep_one_connection(open_mem: Callable[..., Engram], ctx: Context) -> None:

@@ -14,13 +14,16 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests import probes
 
 from engram import Context, Engram
 from engram.scope import resolve
+from engram.store.contract import NeighbourProbe
 from engram.store.predicate import Subject, Visibility
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "engram"
@@ -132,27 +135,20 @@ def _calls(mem: Engram, ctx: Context, ids: dict[str, str]) -> dict[str, Callable
         "list": lambda: mem.list(ctx, status=None),
         "history": lambda: mem.history(ctx, ids["current"]),
         "export": lambda: mem.export(ctx),
-        "by_key": lambda: mem.store.by_key(vis, ["ios.language"], ALL, 10),
-        "lexical": lambda: mem.store.lexical(vis, "iOS language", ALL, 10),
-        "vector-cold": lambda: mem.store.vector(vis, query, model, ALL, 10),
-        "vector-warm": lambda: mem.store.vector(vis, query, model, ALL, 10),
-        "recent": lambda: mem.store.recent(vis, ALL, 10),
-        "recent-types": lambda: mem.store.recent(vis, ALL, 10, ["task_state"]),
-        "fetch": lambda: mem.store.fetch(vis, list(ids.values())),
+        "by_key": lambda: probes.by_key(mem.store, vis, ["ios.language"], ALL, 10),
+        "lexical": lambda: probes.lexical(mem.store, vis, "iOS language", ALL, 10),
+        "vector-cold": lambda: probes.vector(mem.store, vis, query, model, ALL, 10),
+        "vector-warm": lambda: probes.vector(mem.store, vis, query, model, ALL, 10),
+        "recent": lambda: probes.recent(mem.store, vis, ALL, 10),
+        "recent-types": lambda: probes.recent(mem.store, vis, ALL, 10, ["task_state"]),
+        "fetch": lambda: mem.store.read(vis, list(ids.values())),
+        "keyed": lambda: probes.keyed(mem.store, vis, ["constraint", "rule"], ALL, 10),
+        "vectors_of": lambda: mem.store.vectors(vis, list(ids.values()), model),
     }
-    if hasattr(mem.store, "keyed"):
-        calls["keyed"] = lambda: mem.store.keyed(vis, ["constraint", "rule"], ALL, 10)
-    if hasattr(mem.store, "vectors_of"):
-        calls["vectors_of"] = lambda: mem.store.vectors_of(vis, list(ids.values()), model)
-    if hasattr(mem.store, "neighbors"):
-        anchor = mem.store.get(
-            Visibility.of(resolve(Context(tenant_id="acme", user_id="u1", agent_id="coder"))),
-            ids["plain"],
-        )
-        assert anchor is not None
-        calls["neighbors"] = lambda: mem.store.neighbors(
-            vis, [anchor], ["incident", "fact"], ALL, 86_400_000_000, 5
-        )
+    coder = Visibility.of(resolve(Context(tenant_id="acme", user_id="u1", agent_id="coder")))
+    anchor = mem.store.read(coder, [ids["plain"]])[0]
+    near = NeighbourProbe((anchor,), ("incident", "fact"), ALL, timedelta(days=1), 5)
+    calls["neighbors"] = lambda: probes.hits(mem.store, vis, near)
     if hasattr(mem, "recall"):
         calls["recall"] = lambda: mem.recall(ctx, "Which language for the iOS app?")
     return calls
@@ -161,7 +157,7 @@ def _calls(mem: Engram, ctx: Context, ids: dict[str, str]) -> dict[str, Callable
 PINNED = {
     "get": 1, "list": 1, "history": 2, "export": 1, "by_key": 1, "lexical": 4,
     "vector-cold": 5, "vector-warm": 3, "recent": 1, "recent-types": 1, "fetch": 1,
-    "keyed": 1, "vectors_of": 1, "neighbors": 1, "recall": 9,
+    "keyed": 1, "vectors_of": 1, "neighbors": 1, "recall": 8,
 }  # fmt: skip
 
 
@@ -251,11 +247,11 @@ def test_vectors_of_returns_only_visible_records(mem: Engram, ctx: Context) -> N
     assert mine is not None
     vis = Visibility.of(resolve(ctx))
     model = mem.embedder.model_id
-    found = mem.store.vectors_of(vis, [hidden.id, unnamed.id, mine.id], model)
+    found = mem.store.vectors(vis, [hidden.id, unnamed.id, mine.id], model)
     assert set(found) == {mine.id}
     expected = mem.embedder.embed([mine.content])[0]
     assert found[mine.id].tolist() == pytest.approx(expected.tolist(), abs=1e-6)
-    assert mem.store.vectors_of(vis, [hidden.id, unnamed.id], model) == {}
+    assert mem.store.vectors(vis, [hidden.id, unnamed.id], model) == {}
 
 
 def _sql_strings(path: Path) -> Iterator[tuple[int, str]]:
@@ -283,7 +279,7 @@ def _sql_strings(path: Path) -> Iterator[tuple[int, str]]:
 
 OWNERSHIP_SQL = re.compile(r"\b(?:tenant_id|user_id)\s*(?:=(?!=)|IN\b|<>|!=)")
 # DDL, not a query: the schema's own consistency check.
-ALLOWED = {("store/schema.py", "user_id = '') = (scope = 'global')")}
+ALLOWED = {("store/sqlite/schema.py", "user_id = '') = (scope = 'global')")}
 
 
 def test_only_the_predicate_module_writes_ownership_conditions() -> None:

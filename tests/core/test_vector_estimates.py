@@ -9,9 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests import probes
 
 from engram import Context, Engram, kernels
-from engram.config import Config, StoreConfig
+from engram.config import Config, SQLiteConfig, StoreConfig
 from engram.scope import resolve
 from engram.store import quantize
 from engram.store.predicate import Visibility
@@ -97,8 +98,11 @@ def stores(
     open_mem: Callable[..., Engram], tmp_path: Path
 ) -> tuple[Engram, Engram, Context, Context]:
     url = f"sqlite:///{tmp_path}/v.db"
-    exact = open_mem(url, config=Config(store=StoreConfig(vector_estimate_rows=0)))
-    estimated = open_mem(url, config=Config(store=StoreConfig(vector_estimate_rows=1)))
+    def config(rows: int) -> Config:
+        return Config(store=StoreConfig(sqlite=SQLiteConfig(vector_estimate_rows=rows)))
+
+    exact = open_mem(url, config=config(0))
+    estimated = open_mem(url, config=config(1))
     alice = Context(tenant_id="acme", user_id="alice", agent_id="coder")
     bob = Context(tenant_id="acme", user_id="bob", agent_id="coder")
     rng = np.random.default_rng(4)
@@ -119,8 +123,8 @@ def test_store_vector_search_is_the_same_with_estimates(
         vis = Visibility.of(resolve(who))
         for text in ("w1 w2 w3", "w10 w200 w77 w5", "w299"):
             query = exact.embedder.embed([text])[0]
-            want = exact.store.vector(vis, query, model, ALL, 15)
-            got = estimated.store.vector(vis, query, model, ALL, 15)
+            want = probes.vector(exact.store, vis, query, model, ALL, 15)
+            got = probes.vector(estimated.store, vis, query, model, ALL, 15)
             assert [i for i, _ in got] == [i for i, _ in want]
             np.testing.assert_allclose([s for _, s in got], [s for _, s in want], rtol=1e-6)
             assert {estimated.get(who, i).user_id for i, _ in got} == {who.user_id}
@@ -134,7 +138,7 @@ def test_without_the_int8_kernels_the_scan_is_exact(
     assert not ScanPolicy(estimate_rows=1).estimates(10)
     vis = Visibility.of(resolve(alice))
     query = estimated.embedder.embed(["w1 w2"])[0]
-    assert estimated.store.vector(vis, query, estimated.embedder.model_id, ALL, 5)
+    assert probes.vector(estimated.store, vis, query, estimated.embedder.model_id, ALL, 5)
 
 
 @pytest.mark.parametrize("shape", [(0, 8, 5), (1, 8, 1), (40, 384, 37)])
@@ -158,12 +162,12 @@ def test_vectors_of_from_memory_equal_the_stored_ones_and_stay_scoped(
     model = warm.embedder.model_id
     a_vis, b_vis = Visibility.of(resolve(alice)), Visibility.of(resolve(bob))
     query = warm.embedder.embed(["w1 w2"])[0]
-    ids = [i for i, _ in warm.store.vector(a_vis, query, model, ALL, 30)]
-    ids += [i for i, _ in warm.store.vector(b_vis, query, model, ALL, 30)] + ["missing"]
-    assert warm.store._cached_vectors(a_vis, ids, model) is not None  # partitions are warm
+    ids = [i for i, _ in probes.vector(warm.store, a_vis, query, model, ALL, 30)]
+    ids += [i for i, _ in probes.vector(warm.store, b_vis, query, model, ALL, 30)] + ["missing"]
+    assert warm.store._vector_engine.cached(a_vis, ids, model) is not None  # partitions are warm
     for vis in (a_vis, b_vis):
-        got = warm.store.vectors_of(vis, ids, model)
-        want = cold.store.vectors_of(vis, ids, model)  # nothing cached there: SQLite
+        got = warm.store.vectors(vis, ids, model)
+        want = cold.store.vectors(vis, ids, model)  # nothing cached there: SQLite
         assert sorted(got) == sorted(want)
         assert len(got) == 30
         for record_id, vector in got.items():
@@ -171,8 +175,8 @@ def test_vectors_of_from_memory_equal_the_stored_ones_and_stay_scoped(
     record = warm.remember(alice, "w1 w2 brand new", type="fact").record
     assert record is not None
     added = record.id
-    assert warm.store._cached_vectors(a_vis, [added], model) is None  # stale: SQLite answers
-    assert list(warm.store.vectors_of(a_vis, [added], model)) == [added]
+    assert warm.store._vector_engine.cached(a_vis, [added], model) is None  # stale: SQLite answers
+    assert list(warm.store.vectors(a_vis, [added], model)) == [added]
 
 
 def test_the_simd_kernels_keep_none_alive() -> None:

@@ -15,11 +15,12 @@ import dataclasses
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests import probes
 
 from engram import (
     Context,
@@ -33,6 +34,7 @@ from engram import (
     Turn,
 )
 from engram.scope import resolve
+from engram.store.contract import NeighbourProbe, RecentProbe, VectorProbe
 from engram.store.predicate import Visibility
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
@@ -208,8 +210,7 @@ def _every_record(mem: Engram, world: World) -> list[Record]:
         else:
             write = Write(owner.tenant, owner.user, owner.agent, owner.scope, None, ())
             ctx = writer_context(write)
-        record = mem.store.get(Visibility.of(resolve(ctx)), record_id)
-        assert record is not None
+        (record,) = mem.store.read(Visibility.of(resolve(ctx)), [record_id])
         found[record_id] = record
     return list(found.values())
 
@@ -218,45 +219,45 @@ def check_candidates(mem: Engram, world: World, ctx: Context, expected: set[str]
     """The store's candidate queries under ``Visibility.of(resolve(ctx))``."""
     vis = Visibility.of(resolve(ctx))
     keyed = {i for i in expected if world.owners[i].key}
-    assert {r.id for r in mem.store.by_key(vis, ["k1", "k2"], ALL, 10_000)} == keyed
-    assert {r.id for r in mem.store.recent(vis, ALL, 10_000)} == expected
+    assert {r.id for r in probes.by_key(mem.store, vis, ["k1", "k2"], ALL, 10_000)} == keyed
+    assert {r.id for r in probes.recent(mem.store, vis, ALL, 10_000)} == expected
     active = {r.id for r in mem.list(ctx, limit=10_000)}
     assert active <= expected
     for words in (("alpha",), ("cedar", "harbor"), ("revised",)):
         matching = {i for i in expected if world.owners[i].words & set(words)}
-        found = [i for i, _ in mem.store.lexical(vis, " ".join(words), ALL, 10_000)]
+        found = [i for i, _ in probes.lexical(mem.store, vis, " ".join(words), ALL, 10_000)]
         assert set(found) == matching
-        assert len(mem.store.lexical(vis, " ".join(words), ALL, 3)) == min(3, len(matching))
-        hits = mem.store.lexical_hits(vis, " ".join(words), ALL, 10_000)
+        assert len(probes.lexical(mem.store, vis, " ".join(words), ALL, 3)) == min(3, len(matching))
+        hits = probes.lexical_hits(mem.store, vis, " ".join(words), ALL, 10_000)
         assert [r.id for r, _ in hits] == found
     query = mem.embedder.embed(["alpha bravo note"])[0]
     model = mem.embedder.model_id
-    found = [i for i, _ in mem.store.vector(vis, query, model, ALL, 10_000)]
+    found = [i for i, _ in probes.vector(mem.store, vis, query, model, ALL, 10_000)]
     assert len(found) == len(set(found))
     assert set(found) == expected
-    assert len(mem.store.vector(vis, query, model, ALL, 4)) == min(4, len(expected))
-    found_active = {i for i, _ in mem.store.vector(vis, query, model, ("active",), 10_000)}
+    assert len(probes.vector(mem.store, vis, query, model, ALL, 4)) == min(4, len(expected))
+    found_active = {i for i, _ in probes.vector(mem.store, vis, query, model, ("active",), 10_000)}
     assert found_active == active
-    hits = mem.store.vector_hits(vis, query, model, ALL, 10_000)
+    hits = probes.vector_hits(mem.store, vis, query, model, ALL, 10_000)
     assert [r.id for r, _ in hits] == found
     # records already read are reused, not trusted: their status is checked again
-    known = {r.id: r for r, _ in hits}
-    again = mem.store.vector_hits(vis, query, model, ("active",), 10_000, known=known)
+    every = RecentProbe(ALL, 10_000)
+    again = mem.store.candidates(vis, [every, VectorProbe(query, model, ("active",), 10_000)])[1]
+    assert not isinstance(again, Exception)
     assert {r.id for r, _ in again} == active
     # ... and so is their visibility: the in-memory rule is the SQL one
     everyone = _every_record(mem, world)
     admitted = {r.id for r in everyone if vis.admits(
         r.tenant_id, r.user_id or "", r.scope, r.agent_id or "")}  # fmt: skip
     assert admitted == expected
-    foreign = mem.store.vector_hits(vis, query, model, ALL, 10_000,
-                                    known={r.id: r for r in everyone})  # fmt: skip
-    assert {r.id for r, _ in foreign} == expected
-    if hasattr(mem.store, "keyed"):
-        assert {r.id for r in mem.store.keyed(vis, ["fact"], ALL, 10_000)} == keyed
-    if hasattr(mem.store, "neighbors"):
-        anchors = mem.store.fetch(vis, sorted(expected)[:3])
-        near = mem.store.neighbors(vis, anchors, ["fact"], ALL, 10**12, 100)
-        assert {r.id for r in near} <= expected
+    if hasattr(mem.store, "_alive_records"):  # a store reusing records it read checks them
+        known = {r.id: r for r in everyone}
+        assert set(mem.store._alive_records(vis, ALL, known, list(known))) == expected
+    assert {r.id for r in probes.keyed(mem.store, vis, ["fact"], ALL, 10_000)} == keyed
+    anchors = mem.store.read(vis, sorted(expected)[:3])
+    if anchors:
+        probe = NeighbourProbe(tuple(anchors), ("fact",), ALL, timedelta(microseconds=10**12), 100)
+        assert {r.id for r, _ in probes.hits(mem.store, vis, probe)} <= expected
     if hasattr(mem, "recall"):
         result = mem.recall(ctx, "alpha cedar note k1")
         selected = {item.record.id for item in result.items}
@@ -307,15 +308,15 @@ def test_scoped_before_scoring_k_results_from_one_percent(clock: FrozenClock) ->
         statements: list[str] = []
         mem.store.tracer = lambda sql, params: statements.append(sql)
         try:
-            hits = mem.store.vector(vis, query, mem.embedder.model_id, ("active",), 10)
+            hits = probes.vector(mem.store, vis, query, mem.embedder.model_id, ("active",), 10)
         finally:
             mem.store.tracer = None
         assert {i for i, _ in hits} == own
         # one round: the 99 % were masked out before scoring, not filtered after it
         assert sum("json_each(:ids)" in sql for sql in statements) == 1
-        lexical = mem.store.lexical(vis, "kernel scheduler latency", ("active",), 10)
+        lexical = probes.lexical(mem.store, vis, "kernel scheduler latency", ("active",), 10)
         assert {i for i, _ in lexical} == own
-        assert {r.id for r in mem.store.recent(vis, ("active",), 10)} == own
+        assert {r.id for r in probes.recent(mem.store, vis, ("active",), 10)} == own
 
 
 MISSING_ID = "01HZZZZZZZZZZZZZZZZZZZZZZZ"
@@ -402,7 +403,7 @@ def test_lexical_finds_visible_matches_of_a_common_term(crowd_agent: str) -> Non
         crowd = Context(tenant_id="t1", user_id="u1", agent_id=crowd_agent)
         mem.remember_many(crowd, [{"content": f"kernel thing {i}"} for i in range(6)])
         vis = Visibility.of(resolve(me))
-        found = [i for i, _ in mem.store.lexical(vis, "kernel scheduler latency", ALL, 10)]
+        found = [i for i, _ in probes.lexical(mem.store, vis, "kernel scheduler latency", ALL, 10)]
         assert mine.id in found
     finally:
         mem.close()
@@ -415,7 +416,7 @@ def test_lexical_term_pruning_ignores_records_the_caller_cannot_see() -> None:
         crowd = [f"kernel thing {i}" for i in range(6)] + ["scheduler x", "latency y"]
         mem.remember_many(hidden, [{"content": text} for text in crowd])
         vis = Visibility.of(resolve(me))
-        found = [i for i, _ in mem.store.lexical(vis, "kernel scheduler latency", ALL, 10)]
+        found = [i for i, _ in probes.lexical(mem.store, vis, "kernel scheduler latency", ALL, 10)]
         assert found == [mine.id]
     finally:
         mem.close()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from engram import Context, Engram, FrozenClock
-from engram.config import Config, RecallConfig
+from engram.config import Config, RecallConfig, SQLiteConfig, StoreConfig
 from engram.recall.model import RecallResult
 
 
@@ -26,7 +26,7 @@ def _world(mem: Engram, ctx: Context) -> None:
 def test_overlapped_and_sequential_channels_agree(
     open_mem: Callable[..., Engram], tmp_path: Path, ctx: Context
 ) -> None:
-    seq = Config(recall=RecallConfig(overlapped_channels=frozenset()))
+    seq = Config(store=StoreConfig(sqlite=SQLiteConfig(overlapped_probes=frozenset())))
     a = open_mem(f"sqlite:///{tmp_path}/a.db", config=Config())
     b = open_mem(f"sqlite:///{tmp_path}/b.db", config=seq)
     _world(a, ctx)

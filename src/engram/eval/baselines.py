@@ -19,10 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from engram.engram import Engram
+from engram.errors import EngramError
 from engram.scope import Context, resolve
+from engram.store.contract import LexicalProbe, Probe, Store, VectorProbe
 from engram.store.predicate import Visibility
 
-__all__ = ["BASELINES", "Ranker", "baseline_rankers", "percentiles", "rrf"]
+__all__ = ["BASELINES", "Ranker", "baseline_rankers", "percentiles", "ranked_ids", "rrf"]
 
 BASELINES = ("bm25", "dense", "hybrid")
 _ACTIVE = ("active",)
@@ -52,19 +54,24 @@ def percentiles(values: Sequence[float]) -> dict[str, float]:
     return {"p50": round(pick(0.5), 3), "p95": round(pick(0.95), 3)}
 
 
+def ranked_ids(store: Store, ctx: Context, probe: Probe) -> list[str]:
+    """The ids one candidate probe returns for ``ctx``, best first (its error raised)."""
+    answer = store.candidates(Visibility.of(resolve(ctx)), [probe])[0]
+    if isinstance(answer, EngramError):
+        raise answer
+    return [record.id for record, _ in answer]
+
+
 def baseline_rankers(mem: Engram, depth: int) -> dict[str, Ranker]:
     """Return the ``bm25``, ``dense`` and ``hybrid`` rankers over ``mem``'s store."""
     store, embedder, rrf_k = mem.store, mem.embedder, mem.config.recall.rrf_k
 
-    def vis(ctx: Context) -> Visibility:
-        return Visibility.of(resolve(ctx))
-
     def bm25(ctx: Context, question: str) -> list[str]:
-        return [i for i, _ in store.lexical(vis(ctx), question, _ACTIVE, depth)]
+        return ranked_ids(store, ctx, LexicalProbe(question, _ACTIVE, depth))
 
     def dense(ctx: Context, question: str) -> list[str]:
         vec = embedder.embed([question])[0]
-        return [i for i, _ in store.vector(vis(ctx), vec, embedder.model_id, _ACTIVE, depth)]
+        return ranked_ids(store, ctx, VectorProbe(vec, embedder.model_id, _ACTIVE, depth))
 
     def hybrid(ctx: Context, question: str) -> list[str]:
         return rrf([bm25(ctx, question), dense(ctx, question)], rrf_k, depth)

@@ -31,10 +31,10 @@ from engram import embed
 from engram.recall.rerank import forget_cached_texts
 from engram.recall.usage import UsageRecorder
 from engram.store.audit import AuditEntry
-from engram.store.base import Store
+from engram.store.contract import Audit, Delete, UnlinkContests
 from engram.store.erasure import Scrub
-from engram.store.predicate import NO_USER, Subject, Tenant, Visibility
-from engram.store.rows import to_micros
+from engram.store.open import Backend
+from engram.store.predicate import Subject, Tenant, Visibility
 from engram.types import Record
 from engram.write import passages
 
@@ -86,7 +86,7 @@ class _Outcome:
         return not self.failed
 
 
-def _derived_closure(store: Store, tenant: Tenant, ids: list[str]) -> list[str]:
+def _derived_closure(store: Backend, tenant: Tenant, ids: list[str]) -> list[str]:
     """Records derived from ``ids``, transitively (summaries of summaries)."""
     found: list[str] = []
     frontier = ids
@@ -98,12 +98,13 @@ def _derived_closure(store: Store, tenant: Tenant, ids: list[str]) -> list[str]:
     return found
 
 
-def _versions(store: Store, vis: Visibility, record: Record) -> list[str]:
+def _versions(store: Backend, vis: Visibility, record: Record) -> list[str]:
     """The ids of ``record``'s version chain, then those of its passage group's head
     (when ``record`` is a later passage of long content and the head is visible)."""
     chain = [r.id for r in store.history(vis, record.id)] or [record.id]
     head_id = passages.head_id(record)
-    head = store.get(vis, head_id) if head_id is not None else None
+    found = store.read(vis, [head_id]) if head_id is not None else []
+    head = found[0] if found else None
     if head is None or not passages.is_head_of(head, record):
         return chain
     return chain + [r.id for r in store.history(vis, head.id) if r.id not in chain]
@@ -120,7 +121,7 @@ def _purge(usage: UsageRecorder | None, ids: list[str], subject: Subject | None)
 
 
 def _verify(
-    store: Store, tenant: Tenant, ids: list[str], strings: list[str], subject: Subject | None,
+    store: Backend, tenant: Tenant, ids: list[str], strings: list[str], subject: Subject | None,
 ) -> _Outcome:  # fmt: skip
     """Every check after the commit: rows, counters, caches, then the files."""
     counts = store.residue(tenant, ids)
@@ -134,14 +135,14 @@ def _verify(
     return _Outcome(checked, failed, scrub)
 
 
-def _drop_copies(store: Store, subject: Subject) -> None:
+def _drop_copies(store: Backend, subject: Subject) -> None:
     store.forget_partition(subject)
     forget_cached_texts()
     embed.forget_cached_texts()
 
 
 def forget(
-    store: Store, vis: Visibility, record: Record, actor: str, now: datetime,
+    store: Backend, vis: Visibility, record: Record, actor: str, now: datetime,
     usage: UsageRecorder | None = None,
 ) -> ForgetReceipt:  # fmt: skip
     """Delete ``record``, every version in its chain and every copy derived from them.
@@ -156,13 +157,12 @@ def forget(
             ids = chain + derived
             strings = store.erasure_strings(tenant, ids)
             traces = _purge(usage, ids, None) + store.delete_traces_naming(tenant, ids)
-            store.unlink_contests(tenant, ids, to_micros(now) or 0)
-            store.delete(ids)
-            store.append_audit(AuditEntry(to_micros(now) or 0, record.tenant_id,
-                                          record.user_id or NO_USER, actor, "DELETE",
-                                          ids, "forget"))  # fmt: skip
+            entry = AuditEntry(now, record.tenant_id, record.user_id, actor, "DELETE", ids,
+                               "forget")  # fmt: skip
+            store.apply([UnlinkContests(tenant, tuple(ids), now), Delete(tenant, tuple(ids)),
+                         Audit(entry)])  # fmt: skip
         traces += _purge(usage, ids, None)  # queued while the transaction ran
-    _drop_copies(store, Subject(record.tenant_id, record.user_id or NO_USER))
+    _drop_copies(store, Subject.of(record.tenant_id, record.user_id))
     outcome = _verify(store, tenant, ids, strings, None)
     return ForgetReceipt(tuple(chain), tuple(derived), outcome.verified, traces,
                          outcome.checked, outcome.failed, outcome.scrub.scanned,
@@ -170,7 +170,7 @@ def forget(
 
 
 def erase_subject(
-    store: Store, tenant_id: str, user_id: str, now: datetime,
+    store: Backend, tenant_id: str, user_id: str, now: datetime,
     usage: UsageRecorder | None = None,
 ) -> ErasureReceipt:  # fmt: skip
     """Delete every record, vector, trace, counter and derived copy of one user of one
@@ -183,12 +183,12 @@ def erase_subject(
             ids = own + derived
             strings = store.erasure_strings(tenant, ids)
             traces = _purge(usage, ids, subject) + store.delete_traces_naming(tenant, ids)
-            store.unlink_contests(tenant, ids, to_micros(now) or 0)
-            store.delete(ids)
+            store.apply([UnlinkContests(tenant, tuple(ids), now), Delete(tenant, tuple(ids))])
             traces += store.delete_traces(subject)
             store.forget_counters(subject)
-            store.append_audit(AuditEntry(to_micros(now) or 0, tenant_id, user_id, "admin",
-                                          "ERASE", [], f"erased {len(own)} records"))  # fmt: skip
+            entry = AuditEntry(now, tenant_id, user_id, "admin", "ERASE", [],
+                               f"erased {len(own)} records")  # fmt: skip
+            store.apply([Audit(entry)])
             store.forget_audit_subject(subject)
         traces += _purge(usage, ids, subject)
     _drop_copies(store, subject)

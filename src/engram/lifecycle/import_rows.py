@@ -206,8 +206,8 @@ def history_record(
         return ids.get(value) if value else None
 
     return Record(
-        id=record_id, tenant_id=owner.tenant_id, user_id=owner.user_id or None,
-        agent_id=owner.agent_id or None, scope=owner.scope, tier=type_policy.tier, type=p.type,
+        id=record_id, tenant_id=owner.tenant_id, user_id=owner.user_id,
+        agent_id=owner.agent_id, scope=owner.scope, tier=type_policy.tier, type=p.type,
         key=p.key, value=p.value, content=p.content, authority=p.authority,
         confidence=p.confidence, source=remap_source(p.source, ids),
         observed_at=p.observed_at or row.created_at, valid_from=p.valid_from,

@@ -56,15 +56,16 @@ from engram.lifecycle.import_rows import (
 )
 from engram.scope import GLOBAL, Scope
 from engram.store.audit import AuditEntry
-from engram.store.base import Store
-from engram.store.predicate import NO_AGENT, OwnerSlot, Tenant
-from engram.store.rows import to_micros
+from engram.store.contract import Audit, Insert, Place, SlotProbe
+from engram.store.open import Backend
+from engram.store.predicate import OwnerSlot, Tenant
 from engram.types import Operation, Record, Status, WriteResult
 from engram.write import policy
 from engram.write.commit import Owner
 from engram.write.index import embed_contents, vectors_enabled
 from engram.write.path import Prepared, WritePath
 from engram.write.policy import VerdictKind
+from engram.write.slots import slot_versions
 
 __all__ = ["ImportReport", "RowOutcome", "export_rows", "import_rows"]
 
@@ -115,7 +116,7 @@ class _Run:
             self.ids.setdefault(row.original_id, record_id)
 
     def owner(self, row: ImportRow) -> Owner:
-        agent = self.scope.agent_id if row.bound_to_agent and self.scope.agent_id else NO_AGENT
+        agent = self.scope.agent_id if row.bound_to_agent and self.scope.agent_id else None
         actor = (
             f"agent:{self.scope.agent_id}" if self.scope.agent_id else f"user:{self.scope.user_id}"
         )
@@ -144,22 +145,23 @@ def _parse_all(config: Config, scope: Scope, rows: Sequence[object], run: _Run) 
 
 
 def _slot(owner: Owner) -> OwnerSlot:
-    return OwnerSlot(owner.tenant_id, owner.user_id, owner.agent_id, owner.scope)
+    return OwnerSlot.of(owner.tenant_id, owner.user_id, owner.agent_id, owner.scope)
 
 
-def _existing(store: Store, run: _Run, row: ImportRow) -> Record | None:
+def _existing(store: Backend, run: _Run, row: ImportRow) -> Record | None:
     """The version already in the row's slot that makes the row a duplicate, if any."""
     slot = _slot(run.owner(row))
     p = row.proposal
     if row.status not in HISTORY:
-        same = store.slot_by_hash(slot, row.digest, _ANY_STATUS)
+        same = slot_versions(store, [SlotProbe(slot, _ANY_STATUS, content_hash=row.digest)])[0]
         return next((r for r in same if (r.key, r.value) == (p.key, p.value)), None)
-    same = store.slot_by_hash(slot, row.digest, (row.status.value,))
+    probe = SlotProbe(slot, (row.status.value,), content_hash=row.digest)
+    same = slot_versions(store, [probe])[0]
     return next((r for r in same if (r.key, r.version) == (p.key, row.version)), None)
 
 
 def import_rows(
-    store: Store, embedder: Embedder, config: Config, scope: Scope,
+    store: Backend, embedder: Embedder, config: Config, scope: Scope,
     rows: Sequence[Mapping[str, Any]], now: datetime,
 ) -> ImportReport:  # fmt: skip
     """Validate every row and embed them with no lock held, then, in one transaction,
@@ -176,13 +178,13 @@ def import_rows(
         added = _write_current(store, writer, run, current)
         inserted = _insert_history(store, config, run, history, vectors)
         relinked = _relink(store, run, added)
-        store.append_audit(AuditEntry(to_micros(now) or 0, scope.tenant_id, scope.user_id,
+        store.apply([Audit(AuditEntry(now, scope.tenant_id, scope.user_id,
                                       run.owner(parsed[0]).actor if parsed else "import",
-                                      "IMPORT", [*inserted, *relinked], "import"))  # fmt: skip
+                                      "IMPORT", [*inserted, *relinked], "import"))])  # fmt: skip
     return _report(run)
 
 
-def _unknown(store: Store, run: _Run, rows: Sequence[ImportRow]) -> list[int]:
+def _unknown(store: Backend, run: _Run, rows: Sequence[ImportRow]) -> list[int]:
     """Positions of the rows not yet stored (inside the transaction); the others are
     SKIPPED, mapped to the version that makes them duplicates."""
     fresh = []
@@ -207,7 +209,7 @@ def _prepare_current(
 
 
 def _write_current(
-    store: Store, writer: WritePath, run: _Run,
+    store: Backend, writer: WritePath, run: _Run,
     groups: Sequence[tuple[Owner, list[ImportRow], Prepared]],
 ) -> list[tuple[ImportRow, Record]]:  # fmt: skip
     """Each new active row through the write path, slot by slot; the records it ADDed."""
@@ -231,7 +233,7 @@ def _written(run: _Run, row: ImportRow, result: WriteResult) -> None:
 
 
 def _history_vectors(
-    store: Store, embedder: Embedder, rows: Sequence[ImportRow]
+    store: Backend, embedder: Embedder, rows: Sequence[ImportRow]
 ) -> tuple[NDArray[np.float32] | None, str | None]:
     """Vectors of the history rows and their model, computed before the transaction."""
     if not rows or not vectors_enabled(store, embedder):
@@ -240,7 +242,7 @@ def _history_vectors(
 
 
 def _insert_history(
-    store: Store, config: Config, run: _Run, rows: Sequence[ImportRow],
+    store: Backend, config: Config, run: _Run, rows: Sequence[ImportRow],
     vectors: tuple[NDArray[np.float32] | None, str | None],
 ) -> list[str]:  # fmt: skip
     """The new history and disputed rows as they were (never active), links remapped.
@@ -258,13 +260,13 @@ def _insert_history(
     for i in fresh:
         row = _unforked(store, run, rows[i])
         record = history_record(row, planned[row.index], run.owner(row), run.ids, config, model)
-        store.insert(record, None if matrix is None else matrix[i])
+        store.apply([Insert(record, None if matrix is None else matrix[i])])
         run.done(row, HISTORY_OP, record.id, f"kept as a {row.status.value} version")
         written.append(record.id)
     return written
 
 
-def _relink(store: Store, run: _Run, added: Sequence[tuple[ImportRow, Record]]) -> list[str]:
+def _relink(store: Backend, run: _Run, added: Sequence[tuple[ImportRow, Record]]) -> list[str]:
     """Give each version the write path ADDed its row's place in the imported chain.
 
     ``Store.place`` writes those fields in place, inside the import's transaction.
@@ -276,12 +278,12 @@ def _relink(store: Store, run: _Run, added: Sequence[tuple[ImportRow, Record]]) 
         fixed = _placed(_unforked(store, run, row), record, run.ids)
         if fixed == record:
             continue
-        store.place(fixed)
+        store.apply([Place(fixed)])
         changed.append(record.id)
     return changed
 
 
-def _unforked(store: Store, run: _Run, row: ImportRow) -> ImportRow:
+def _unforked(store: Backend, run: _Run, row: ImportRow) -> ImportRow:
     """``row`` without its ``supersedes`` link when the version it names (already
     stored, as a skipped row's match) has a successor in the store: linking a second
     one would fork the chain."""

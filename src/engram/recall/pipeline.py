@@ -37,7 +37,7 @@ from engram.recall.render import render
 from engram.recall.rerank import rerank
 from engram.recall.trace import StageReport, Trace
 from engram.scope import Scope
-from engram.store.base import Store
+from engram.store.contract import Store
 from engram.store.predicate import Visibility
 
 __all__ = ["STAGES", "Request", "run"]
@@ -91,8 +91,7 @@ def _plan(s: _State) -> None:
 def _query_vector(s: _State) -> tuple[NDArray[np.float32] | None, str | None]:
     if "vector" not in s.the_plan.limits:
         return None, None
-    try:
-        s.store.check_vector_model(s.embedder.model_id)
+    try:  # a store whose vectors are another model's answers the probe with IndexMismatch
         return s.embedder.embed([s.request.query])[0], None
     except EngramError as exc:
         return None, type(exc).__name__
@@ -130,6 +129,7 @@ def _budget(s: _State) -> None:
         return render(items, s.config.types, rendered, s.request.budget.layout)
 
     ranked = s.candidates
+
     def fresh(items: list[Candidate]) -> str:
         return render(items, s.config.types, None, s.request.budget.layout)
 

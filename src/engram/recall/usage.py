@@ -23,10 +23,12 @@ from collections import OrderedDict, deque
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from engram.errors import EngramError
 from engram.recall.rerank import forget_cached_texts
-from engram.store.base import Store
+from engram.store.contract import Touch
+from engram.store.open import Backend
 from engram.store.predicate import Subject, Visibility
 from engram.store.traces import TraceRow
 
@@ -37,7 +39,7 @@ _KEPT_ERASURES = 64  # a recall older than this many erasures drops its usage
 
 @dataclass
 class _Pending:
-    touches: list[tuple[Visibility, list[str], int]] = field(default_factory=list)
+    touches: list[Touch] = field(default_factory=list)
     traces: OrderedDict[str, TraceRow] = field(default_factory=OrderedDict)
 
 
@@ -57,7 +59,7 @@ class _Erasure:
 class UsageRecorder:
     """Queues access counts and traces; flushes them off the read path."""
 
-    def __init__(self, store: Store, interval: float, keep_traces: int) -> None:
+    def __init__(self, store: Backend, interval: float, keep_traces: int) -> None:
         self._store = store
         self._interval = interval
         self._keep = keep_traces
@@ -77,7 +79,7 @@ class UsageRecorder:
         """How many erasures this recorder has seen (a recall passes it to ``record``)."""
         return self._epoch
 
-    def record(self, vis: Visibility, ids: list[str], at_us: int, trace_id: str,
+    def record(self, vis: Visibility, ids: list[str], at: datetime, trace_id: str,
                body: dict[str, object], epoch: int | None = None) -> None:  # fmt: skip
         """Queue one recall's selections and its trace, serialised here (about 50 us).
 
@@ -88,12 +90,12 @@ class UsageRecorder:
         with p95 level (9.5-10.5 either way on a noisy machine). ``epoch`` is
         ``self.epoch`` when the recall started: usage of a recall that an erasure
         overtook is dropped (see the module notes)."""
-        row = TraceRow.of(vis, trace_id, at_us, body)
+        row = TraceRow.of(vis, trace_id, at, body)
         with self._lock:
             stale = epoch is not None and self._overtaken(epoch, row)
             if not stale:
                 if ids:
-                    self._pending.touches.append((vis, ids, at_us))
+                    self._pending.touches.append(Touch(vis, tuple(ids), at))
                 self._pending.traces[trace_id] = row
         if stale:
             forget_cached_texts()  # the recall may have cached erased texts' stems
@@ -140,8 +142,11 @@ class UsageRecorder:
                       if erasure.hits(row.tenant_id, row.user_id, row.ids)]  # fmt: skip
             for key in doomed:
                 del pending.traces[key]
-            pending.touches = [t for t in pending.touches
-                               if not erasure.hits(t[0].tenant_id, t[0].user_id, t[1])]  # fmt: skip
+            pending.touches = [
+                t
+                for t in pending.touches
+                if not erasure.hits(t.vis.tenant_id, t.vis.user_id, t.ids)
+            ]
         return len(doomed)
 
     def flush(self) -> None:
@@ -154,7 +159,7 @@ class UsageRecorder:
                 if not pending.touches and not pending.traces:
                     return
                 with self._store.transaction():
-                    self._store.touch(pending.touches)
+                    self._store.apply(pending.touches)
                     self._store.put_traces(list(pending.traces.values()), self._keep)
             except EngramError:
                 return  # usage is best-effort: a busy or closed store must not break reads

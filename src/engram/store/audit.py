@@ -10,7 +10,10 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+
+from engram.store.rows import from_micros, to_micros
 
 __all__ = ["GENESIS", "AuditEntry", "AuditReport", "entry_hash", "verify_chain"]
 
@@ -19,11 +22,11 @@ GENESIS = "0" * 64
 
 @dataclass(frozen=True, slots=True)
 class AuditEntry:
-    """One audited change, before it is chained."""
+    """One audited change, before it is chained (``user_id`` None: a tenant-wide change)."""
 
-    at: int
+    at: datetime
     tenant_id: str
-    user_id: str
+    user_id: str | None
     actor: str
     operation: str
     record_ids: Sequence[str]
@@ -41,13 +44,21 @@ class AuditReport:
 
 
 def entry_hash(prev_hash: str, entry: AuditEntry) -> str:
-    """SHA-256 over the previous hash and a canonical JSON of the entry."""
+    """SHA-256 over the previous hash and a canonical JSON of the entry (time as integer
+    microseconds, no user as '': the stored form, which the chain has always hashed)."""
     body = json.dumps(
-        [entry.at, entry.tenant_id, entry.user_id, entry.actor, entry.operation,
+        [to_micros(entry.at), entry.tenant_id, entry.user_id or "", entry.actor, entry.operation,
          list(entry.record_ids), entry.reason],
         separators=(",", ":"),
     )  # fmt: skip
     return hashlib.sha256(f"{prev_hash}\n{body}".encode()).hexdigest()
+
+
+def _moment(micros: int) -> datetime:
+    """A stored audit time (never NULL) as a datetime."""
+    moment = from_micros(int(micros))
+    assert moment is not None
+    return moment
 
 
 def verify_chain(rows: Iterable[Mapping[str, Any]]) -> AuditReport:
@@ -57,7 +68,7 @@ def verify_chain(rows: Iterable[Mapping[str, Any]]) -> AuditReport:
     for row in rows:
         count += 1
         entry = AuditEntry(
-            at=row["at"],
+            at=_moment(row["at"]),
             tenant_id=row["tenant_id"],
             user_id=row["user_id"],
             actor=row["actor"],

@@ -180,6 +180,11 @@ class Subject:
     tenant_id: str
     user_id: str
 
+    @classmethod
+    def of(cls, tenant_id: str, user_id: str | None) -> Subject:
+        """The subject of a record's owner (``user_id`` None: the tenant's global records)."""
+        return cls(tenant_id, user_id or NO_USER)
+
     def sql(self, alias: str = "r", dialect: Dialect = SQLITE) -> tuple[str, dict[str, Any]]:
         """The user's own records only (tenant-wide records excluded)."""
         p = dialect.param
@@ -207,6 +212,23 @@ class OwnerSlot:
     agent_id: str
     scope: str
     writer_agent: str = NO_AGENT
+
+    @classmethod
+    def of(
+        cls, tenant_id: str, user_id: str | None, agent_id: str | None, scope: str,
+        writer_agent: str | None = None,
+    ) -> OwnerSlot:  # fmt: skip
+        """The slot of an owner given as domain values (None: no user, the user's own)."""
+        return cls(tenant_id, user_id or NO_USER, agent_id or NO_AGENT, scope,
+                   writer_agent or NO_AGENT)  # fmt: skip
+
+    @property
+    def visibility(self) -> Visibility:
+        """What the writer of this slot reads: its tenant, user and agent, with the
+        slot's scope named. ``Store.candidates`` takes it with ``SlotProbe``s, whose
+        own condition (``key_sql``) is what selects their rows."""
+        named = (self.scope, *([None] * (_NAMED_SLOTS - 1)))
+        return Visibility(self.tenant_id, self.user_id, self.writer_agent or self.agent_id, named)
 
     def sql(self, alias: str = "r", dialect: Dialect = SQLITE) -> tuple[str, dict[str, Any]]:
         """Exactly this slot."""

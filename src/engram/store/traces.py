@@ -14,9 +14,11 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from engram.store.predicate import Tenant, Visibility
+from engram.store.rows import to_micros
 
 __all__ = ["TraceRow", "delete_naming", "get", "insert", "named_ids", "retention"]
 
@@ -36,11 +38,11 @@ class TraceRow:
     body: str
 
     @classmethod
-    def of(cls, vis: Visibility, trace_id: str, at: int, body: dict[str, object]) -> TraceRow:
-        """The row of a trace recorded under ``vis``."""
+    def of(cls, vis: Visibility, trace_id: str, at: datetime, body: dict[str, object]) -> TraceRow:
+        """The row of a trace recorded under ``vis`` at ``at`` (stored as microseconds)."""
         ids = named_ids(body) - {trace_id}
-        return cls(trace_id, vis.tenant_id, vis.user_id, vis.trace_key(), ids, at,
-                   json.dumps(body))  # fmt: skip
+        return cls(trace_id, vis.tenant_id, vis.user_id, vis.trace_key(), ids,
+                   to_micros(at) or 0, json.dumps(body))  # fmt: skip
 
     def params(self) -> dict[str, Any]:
         """Bound parameters of ``insert``."""

@@ -18,8 +18,7 @@ from typing import Any
 from engram.config import Config
 from engram.errors import InvalidArgument
 from engram.scope import Scope, parse_scope
-from engram.store.base import Store
-from engram.store.predicate import NO_AGENT
+from engram.store.contract import Store
 from engram.types import Authority, Proposal, WriteResult
 from engram.write.commit import Owner
 from engram.write.ownership import owning_agent
@@ -60,19 +59,18 @@ def write_chunk(
 ) -> list[WriteResult]:
     """Prepare each target's units with no lock held, then commit them all in one
     transaction (decisions read the slots there); results in chunk order."""
-    groups: dict[tuple[str, str], list[int]] = {}
+    groups: dict[tuple[str, str | None], list[int]] = {}
     for index, unit in enumerate(chunk):
         slot = (unit.target, owning_agent(scope.agent_id, unit.parts[0]))
         groups.setdefault(slot, []).append(index)
     prepared = {
-        slot: writer.prepare_units([chunk[i] for i in indexes])
-        for slot, indexes in groups.items()
+        slot: writer.prepare_units([chunk[i] for i in indexes]) for slot, indexes in groups.items()
     }
     results: dict[int, WriteResult] = {}
     with store.transaction():
         for (target, agent), indexes in groups.items():
             owner = Owner(scope.tenant_id, scope.user_id, agent, target, actor(scope),
-                          scope.agent_id or NO_AGENT)  # fmt: skip
+                          scope.agent_id)  # fmt: skip
             written = writer.commit_prepared(owner, prepared[(target, agent)], when)
             results.update(zip(indexes, written, strict=True))
     return [results[i] for i in range(len(chunk))]

@@ -17,9 +17,8 @@ from numpy.typing import NDArray
 from engram.config import RETENTION_PERIODS, Config
 from engram.ids import new_id
 from engram.store.audit import AuditEntry
-from engram.store.base import Store
-from engram.store.predicate import NO_AGENT, OwnerSlot
-from engram.store.rows import to_micros
+from engram.store.contract import Audit, Change, Insert, Store, Update
+from engram.store.predicate import OwnerSlot
 from engram.types import Operation, Proposal, Record, Status, WriteResult
 from engram.write.decide import Decision
 
@@ -28,24 +27,25 @@ __all__ = ["Owner", "commit", "new_record", "renewed_expiry"]
 
 @dataclass(frozen=True, slots=True)
 class Owner:
-    """Where a write lands and who made it (storage form: '' = none).
+    """Where a write lands and who made it.
 
-    ``agent_id`` is the agent the new memory belongs to ('' for the user's own);
-    ``writer_agent`` the agent of the context that wrote it, whose memories the
-    write may meet (``OwnerSlot.key_sql``)."""
+    ``user_id`` is None for the tenant's global memories; ``agent_id`` is the agent
+    the new memory belongs to (None for the user's own); ``writer_agent`` the agent
+    of the context that wrote it, whose memories the write may meet
+    (``OwnerSlot.key_sql``)."""
 
     tenant_id: str
-    user_id: str
-    agent_id: str
+    user_id: str | None
+    agent_id: str | None
     scope: str
     actor: str
-    writer_agent: str = ""
+    writer_agent: str | None = None
 
     @property
     def slot(self) -> OwnerSlot:
         """The write slot, reaching the writer's own agent memories."""
-        return OwnerSlot(self.tenant_id, self.user_id, self.agent_id, self.scope,
-                         self.writer_agent or self.agent_id)  # fmt: skip
+        return OwnerSlot.of(self.tenant_id, self.user_id, self.agent_id, self.scope,
+                            self.writer_agent or self.agent_id)  # fmt: skip
 
 
 def new_record(
@@ -66,8 +66,8 @@ def new_record(
     return Record(
         id=new_id(),
         tenant_id=owner.tenant_id,
-        user_id=owner.user_id or None,
-        agent_id=owner.agent_id or None,
+        user_id=owner.user_id,
+        agent_id=owner.agent_id,
         scope=owner.scope,
         tier=policy.tier,
         type=proposal.type,
@@ -101,14 +101,14 @@ def new_record(
     )
 
 
-def _predecessor(replaced: tuple[Record, ...], agent_id: str) -> Record | None:
+def _predecessor(replaced: tuple[Record, ...], agent_id: str | None) -> Record | None:
     """The version a new one in ``agent_id``'s slot names as its predecessor: one of its
     own slot, else (for an agent's version) any it replaces; a version of the user's own
     never names an agent's, which the user's other agents may not read."""
-    same = [r for r in replaced if (r.agent_id or NO_AGENT) == agent_id]
+    same = [r for r in replaced if r.agent_id == agent_id]
     if same:
         return same[0]
-    return replaced[0] if replaced and agent_id != NO_AGENT else None
+    return replaced[0] if replaced and agent_id is not None else None
 
 
 def _close_at(new: Record, old: Record) -> datetime:
@@ -119,22 +119,26 @@ def _close_at(new: Record, old: Record) -> datetime:
     return end
 
 
-def _apply_links(store: Store, decision: Decision, new: Record | None, now: datetime) -> None:
+def _links(decision: Decision, new: Record | None, now: datetime) -> list[Change]:
+    """The updates of the versions ``decision`` supersedes, contests or retires."""
+    changes: list[Change] = []
     for old in decision.supersede:
         assert new is not None
         end = _close_at(new, old)
         if old.valid_to is not None and old.valid_to < end:
             end = old.valid_to
-        store.update(old.replace(status=Status.SUPERSEDED, superseded_by=new.id, valid_to=end,
-                                 contested_with=None, updated_at=now))  # fmt: skip
+        changes.append(Update(old.replace(status=Status.SUPERSEDED, superseded_by=new.id,
+                                          valid_to=end, contested_with=None,
+                                          updated_at=now)))  # fmt: skip
     if decision.operation == Operation.CONTEST and decision.linked and new is not None:
-        store.update(decision.linked.replace(contested_with=new.id, updated_at=now))
+        changes.append(Update(decision.linked.replace(contested_with=new.id, updated_at=now)))
     winner = decision.confirm
     for loser in decision.retire:
         assert winner is not None
-        store.update(loser.replace(status=Status.SUPERSEDED, superseded_by=winner.id,
-                                   valid_to=loser.valid_to or now, contested_with=None,
-                                   updated_at=now))  # fmt: skip
+        changes.append(Update(loser.replace(status=Status.SUPERSEDED, superseded_by=winner.id,
+                                            valid_to=loser.valid_to or now, contested_with=None,
+                                            updated_at=now)))  # fmt: skip
+    return changes
 
 
 def renewed_expiry(record: Record, now: datetime) -> datetime | None:
@@ -166,25 +170,24 @@ def commit(
     owner: Owner,
     now: datetime,
 ) -> WriteResult:
-    """Apply ``decision``; the caller holds the transaction.
+    """Apply ``decision`` in one batch of changes; the caller holds the transaction.
 
     The versions a new one replaces are closed before it is inserted: the database
     allows one active, uncontested version per key and checks it per statement."""
     result_record = new
-    _apply_links(store, decision, new, now)
+    changes = _links(decision, new, now)
     if new is not None:
-        store.insert(new, vector if new.embedding_model else None)
+        changes.append(Insert(new, vector if new.embedding_model else None))
     elif decision.confirm is not None:
         result_record = _confirmed(decision.confirm, proposal, now, bool(decision.retire))
-        store.update(result_record)
+        changes.append(Update(result_record))
     touched = [r.id for r in (*decision.supersede, *decision.retire)]
     if decision.linked is not None:
         touched.append(decision.linked.id)
     ids = ([result_record.id] if result_record else []) + touched
-    at = to_micros(now) or 0
-    entry = AuditEntry(at, owner.tenant_id, owner.user_id, owner.actor,
+    entry = AuditEntry(now, owner.tenant_id, owner.user_id, owner.actor,
                        decision.operation.value, ids, decision.code)  # fmt: skip
-    store.append_audit(entry)
+    store.apply([*changes, Audit(entry)])
     return WriteResult(
         operation=decision.operation,
         record=result_record,

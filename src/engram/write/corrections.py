@@ -21,9 +21,9 @@ from engram.config import Config
 from engram.embed import Embedder
 from engram.errors import Conflict, NotFound
 from engram.store.audit import AuditEntry
-from engram.store.base import Store
-from engram.store.predicate import NO_AGENT, NO_USER, OwnerSlot, Visibility
-from engram.store.rows import to_micros
+from engram.store.contract import Audit, SlotProbe, Update
+from engram.store.open import Backend
+from engram.store.predicate import OwnerSlot, Visibility
 from engram.types import (
     Authority,
     Operation,
@@ -40,6 +40,7 @@ from engram.write.decide import Decision
 from engram.write.index import embed_contents, vectors_enabled
 from engram.write.policy import VerdictKind
 from engram.write.proposal import content_hash
+from engram.write.slots import slot_versions
 
 __all__ = ["correct", "expire", "retract"]
 
@@ -48,16 +49,21 @@ _CHANGEABLE = (Status.ACTIVE, Status.DISPUTED)
 
 def owner_of(record: Record, actor: str) -> Owner:
     """The write slot an existing record lives in."""
-    return Owner(record.tenant_id, record.user_id or NO_USER, record.agent_id or NO_AGENT,
-                 record.scope, actor)  # fmt: skip
+    return Owner(record.tenant_id, record.user_id, record.agent_id, record.scope, actor)
 
 
-def _reread(store: Store, vis: Visibility, record_id: str) -> Record:
+def _reread(store: Backend, vis: Visibility, record_id: str) -> Record:
     """The record as the open transaction sees it (it may have been deleted since)."""
-    record = store.get(vis, record_id)
-    if record is None:
+    found = store.read(vis, [record_id])
+    if not found:
         raise NotFound(f"no memory {record_id!r} is visible to this context")
-    return record
+    return found[0]
+
+
+def _get(store: Backend, vis: Visibility, record_id: str | None) -> Record | None:
+    """A visible record by id (None for no id, or one not visible)."""
+    found = store.read(vis, [record_id]) if record_id else []
+    return found[0] if found else None
 
 
 def _require_changeable(record: Record) -> None:
@@ -70,18 +76,18 @@ def _require_changeable(record: Record) -> None:
     )
 
 
-def _correction_targets(store: Store, vis: Visibility, record: Record) -> list[Record]:
+def _correction_targets(store: Backend, vis: Visibility, record: Record) -> list[Record]:
     """The record, its contest partner and every other active version of its key in its
     slot: the correction becomes the one active version (a disputed record's link may
     point at a version that has since been superseded)."""
     _require_changeable(record)
-    partner = store.get(vis, record.contested_with) if record.contested_with else None
+    partner = _get(store, vis, record.contested_with)
     targets = [record] + ([partner] if partner and partner.status == Status.ACTIVE else [])
     if record.key is not None:
-        slot = OwnerSlot(record.tenant_id, record.user_id or NO_USER,
-                         record.agent_id or NO_AGENT, record.scope)  # fmt: skip
+        slot = OwnerSlot.of(record.tenant_id, record.user_id, record.agent_id, record.scope)
         known = {t.id for t in targets}
-        active = store.slot_by_key(slot, record.key, (Status.ACTIVE.value,))
+        probe = SlotProbe(slot, (Status.ACTIVE.value,), key=record.key)
+        active = slot_versions(store, [probe])[0]
         targets += [r for r in active if r.id not in known]
     return targets
 
@@ -97,7 +103,7 @@ def _correction_owner(
         return targets, owner
     if record.private:
         return [t for t in targets if t.agent_id is not None], owner
-    return targets, dataclasses.replace(owner, agent_id=NO_AGENT)
+    return targets, dataclasses.replace(owner, agent_id=None)
 
 
 def _correction(record: Record, content: str, value: object, now: datetime) -> Proposal:
@@ -114,7 +120,7 @@ def _correction(record: Record, content: str, value: object, now: datetime) -> P
     )  # fmt: skip
 
 
-def _vector(store: Store, embedder: Embedder, content: str) -> NDArray[np.float32] | None:
+def _vector(store: Backend, embedder: Embedder, content: str) -> NDArray[np.float32] | None:
     if not vectors_enabled(store, embedder):
         return None
     vector: NDArray[np.float32] = embed_contents(embedder, [content.strip()])[0]
@@ -122,7 +128,7 @@ def _vector(store: Store, embedder: Embedder, content: str) -> NDArray[np.float3
 
 
 def correct(
-    store: Store, embedder: Embedder, config: Config, vis: Visibility, record_id: str,
+    store: Backend, embedder: Embedder, config: Config, vis: Visibility, record_id: str,
     content: str, value: object, actor: str, now: datetime,
 ) -> WriteResult:  # fmt: skip
     """Supersede ``record_id`` (and its contest partner) with a user-stated new version.
@@ -153,26 +159,25 @@ def correct(
 
 
 def _finish(
-    store: Store, vis: Visibility, record: Record, changed: Record, operation: Operation,
+    store: Backend, vis: Visibility, record: Record, changed: Record, operation: Operation,
     code: str, reason: str, actor: str, now: datetime,
 ) -> WriteResult:  # fmt: skip
     """Write ``changed`` and end the contest ``record`` was in; inside the transaction."""
-    store.update(changed)
+    changes: list[Update | Audit] = [Update(changed)]
     related = []
-    if record.contested_with:
-        partner = store.get(vis, record.contested_with)
-        if partner is not None and partner.contested_with == record.id:
-            store.update(partner.replace(contested_with=None, updated_at=now))
-            related.append(partner.id)
+    partner = _get(store, vis, record.contested_with)
+    if partner is not None and partner.contested_with == record.id:
+        changes.append(Update(partner.replace(contested_with=None, updated_at=now)))
+        related.append(partner.id)
     owner = owner_of(record, actor)
-    entry = AuditEntry(to_micros(now) or 0, owner.tenant_id, owner.user_id, actor,
-                       operation.value, [record.id, *related], code)  # fmt: skip
-    store.append_audit(entry)
+    entry = AuditEntry(now, owner.tenant_id, owner.user_id, actor, operation.value,
+                       [record.id, *related], code)  # fmt: skip
+    store.apply([*changes, Audit(entry)])
     return WriteResult(operation, changed, reason, related=related)
 
 
 def retract(
-    store: Store, vis: Visibility, record_id: str, reason: str, actor: str, now: datetime
+    store: Backend, vis: Visibility, record_id: str, reason: str, actor: str, now: datetime
 ) -> WriteResult:
     """Mark the record wrong: it stays in history but is never recalled. ``Conflict``
     when it is no longer active or disputed (e.g. a correction superseded it first:
@@ -186,7 +191,7 @@ def retract(
 
 
 def expire(
-    store: Store, vis: Visibility, record_id: str, actor: str, now: datetime
+    store: Backend, vis: Visibility, record_id: str, actor: str, now: datetime
 ) -> WriteResult:
     """Close the record's validity now: it is history from here on (``Conflict`` as
     for ``retract``)."""

@@ -16,7 +16,8 @@ from numpy.typing import NDArray
 
 from engram.embed import Embedder
 from engram.errors import EmbeddingError, EngramError
-from engram.store.base import Store
+from engram.store.contract import Maintenance
+from engram.store.open import Backend
 
 __all__ = ["RebuildReport", "embed_contents", "rebuild", "vectors_enabled"]
 
@@ -30,7 +31,7 @@ class RebuildReport:
     model: str
 
 
-def vectors_enabled(store: Store, embedder: Embedder) -> bool:
+def vectors_enabled(store: Maintenance, embedder: Embedder) -> bool:
     """True when new vectors may be stored: no vectors yet, or same model."""
     current = store.vector_model()
     return current is None or current == embedder.model_id
@@ -63,7 +64,7 @@ def embed_contents(embedder: Embedder, texts: Sequence[str]) -> NDArray[np.float
     return matrix
 
 
-def rebuild(store: Store, embedder: Embedder, batch: int = 256) -> RebuildReport:
+def rebuild(store: Backend, embedder: Embedder, batch: int = 256) -> RebuildReport:
     """Regenerate the lexical and vector indexes from the records table, atomically."""
     records = vectors = 0
     with store.transaction():

@@ -11,7 +11,6 @@ agent. ``remember(agent_scope="user" | "agent")`` overrides either way.
 from __future__ import annotations
 
 from engram.errors import InvalidArgument
-from engram.store.predicate import NO_AGENT
 from engram.types import Authority, Proposal
 
 __all__ = ["USER_STATED_TYPES", "owning_agent"]
@@ -27,10 +26,11 @@ def _belongs_to_user(proposal: Proposal) -> bool:
     return stated and not proposal.private
 
 
-def owning_agent(agent_id: str | None, proposal: Proposal) -> str:
-    """The stored agent of ``proposal`` written from a context with ``agent_id``."""
+def owning_agent(agent_id: str | None, proposal: Proposal) -> str | None:
+    """The agent ``proposal`` belongs to, written from a context with ``agent_id``
+    (None: the user's own)."""
     if not agent_id:
         if proposal.agent_scope == "agent":
             raise InvalidArgument("agent_scope='agent' needs a context with an agent_id")
-        return NO_AGENT
-    return NO_AGENT if _belongs_to_user(proposal) else agent_id
+        return None
+    return None if _belongs_to_user(proposal) else agent_id

@@ -38,11 +38,13 @@ from engram.config import WritePolicy
 from engram.errors import InvalidArgument
 from engram.passage_refs import parsed as parse_ref
 from engram.passage_refs import selector
-from engram.store.base import Store
-from engram.store.predicate import NO_AGENT, OwnerSlot
+from engram.store.contract import SlotProbe, Store
+from engram.store.predicate import OwnerSlot
 from engram.types import Proposal, Record, Source, Status, WriteResult
 from engram.write import policy
+from engram.write.commit import Owner
 from engram.write.policy import Verdict, VerdictKind
+from engram.write.slots import slot_versions
 from engram.write.split import split_text
 
 __all__ = [
@@ -146,7 +148,7 @@ def linked(proposal: Proposal, head: str) -> Proposal:
 
 
 def stored_group(
-    store: Store, slot: OwnerSlot, parts: Sequence[Proposal], digests: Sequence[str]
+    store: Store, owner: Owner, parts: Sequence[Proposal], digests: Sequence[str]
 ) -> list[Record] | None:
     """The active group in ``slot`` with the same passages (content hashes and count),
     in order, or None: writing the same long content again confirms it, whatever its
@@ -154,13 +156,19 @@ def stored_group(
 
     A user's write never confirms a group an agent holds (a record confirmed that way
     would be promoted to the user one passage at a time); it stores its own group."""
-    for head in store.slot_by_hash(slot, digests[0], _ACTIVE):
-        own = slot.agent_id != NO_AGENT or head.agent_id is None
+    slot = owner.slot
+    for head in _same(store, slot, digests[0]):
+        own = owner.agent_id is not None or head.agent_id is None
         if own and head.key is None and _place(head) == (1, len(parts)):
             members = _members(store, slot, head, digests)
             if members is not None:
                 return members
     return None
+
+
+def _same(store: Store, slot: OwnerSlot, digest: str) -> list[Record]:
+    """The slot's active records of one content hash (the slot locked for it)."""
+    return slot_versions(store, [SlotProbe(slot, _ACTIVE, content_hash=digest)])[0]
 
 
 def _place(record: Record) -> tuple[int, int] | None:
@@ -173,7 +181,7 @@ def _members(
 ) -> list[Record] | None:
     found = [head]
     for index, digest in enumerate(digests[1:], start=2):
-        match = [r for r in store.slot_by_hash(slot, digest, _ACTIVE)
+        match = [r for r in _same(store, slot, digest)
                  if _place(r) == (index, len(digests)) and r.source.derived_from == (head.id,)
                  and r.agent_id == head.agent_id]  # fmt: skip
         if not match:

@@ -25,9 +25,9 @@ from numpy.typing import NDArray
 from engram.config import Config
 from engram.embed import Embedder
 from engram.store.audit import AuditEntry
-from engram.store.base import Store
-from engram.store.predicate import NO_AGENT, OwnerSlot
-from engram.store.rows import to_micros
+from engram.store.contract import Audit, Change, SlotProbe, Update
+from engram.store.open import Backend
+from engram.store.predicate import OwnerSlot
 from engram.types import Operation, Proposal, Record, Status, WriteResult
 from engram.write import passages, policy
 from engram.write.commit import Owner, commit, new_record
@@ -36,6 +36,7 @@ from engram.write.index import embed_contents, vectors_enabled
 from engram.write.passages import Unit
 from engram.write.policy import Verdict, VerdictKind
 from engram.write.proposal import content_hash
+from engram.write.slots import slot_versions
 
 __all__ = ["Prepared", "WritePath"]
 
@@ -77,7 +78,7 @@ class Prepared:
 class WritePath:
     """Runs proposals through policy, decision, commit and indexing."""
 
-    def __init__(self, store: Store, embedder: Embedder, config: Config) -> None:
+    def __init__(self, store: Backend, embedder: Embedder, config: Config) -> None:
         self._store = store
         self._embedder = embedder
         self._config = config
@@ -102,9 +103,7 @@ class WritePath:
         sizes = tuple(len(unit.parts) for unit in units)
         return Prepared(proposals, verdicts, hashes, vectors, model, sizes)
 
-    def commit_prepared(
-        self, owner: Owner, prepared: Prepared, now: datetime
-    ) -> list[WriteResult]:
+    def commit_prepared(self, owner: Owner, prepared: Prepared, now: datetime) -> list[WriteResult]:
         """Decide and commit prepared units, one result each; the caller holds the
         transaction.
 
@@ -137,7 +136,7 @@ class WritePath:
         digests = [digest for _, _, digest, _ in parts]
         stored = None
         if verdict.kind == VerdictKind.ACCEPT:
-            stored = passages.stored_group(self._store, slot, [p for p, *_ in parts], digests)
+            stored = passages.stored_group(self._store, owner, [p for p, *_ in parts], digests)
         if stored is not None:
             return passages.combined([
                 self._one(slot, owner, p, v, d, None, now, SlotState(duplicates=(record,)))
@@ -203,30 +202,47 @@ class WritePath:
                 return state
             return SlotState(state.key_versions, [r for r in state.duplicates if not _due(r, now)])
         live = []
+        changes: list[Change] = []
         for record in state.key_versions:
             if record.id in due:
                 continue
             if record.contested_with in due:
                 record = record.replace(contested_with=None, updated_at=now)
-                self._store.update(record)
+                changes.append(Update(record))
             live.append(record)
-        for record in due.values():
-            self._store.update(record.replace(status=Status.EXPIRED, contested_with=None,
-                                              updated_at=now))  # fmt: skip
-        self._store.append_audit(AuditEntry(to_micros(now) or 0, owner.tenant_id,
-                                            owner.user_id, "retention", Operation.EXPIRE.value,
-                                            list(due), "retention_ended"))  # fmt: skip
+        changes += [Update(record.replace(status=Status.EXPIRED, contested_with=None,
+                                          updated_at=now)) for record in due.values()]  # fmt: skip
+        changes.append(
+            Audit(
+                AuditEntry(
+                    now,
+                    owner.tenant_id,
+                    owner.user_id,
+                    "retention",
+                    Operation.EXPIRE.value,
+                    list(due),
+                    "retention_ended",
+                )
+            )
+        )
+        self._store.apply(changes)
         duplicates = [r for r in state.duplicates if r.id not in due and not _due(r, now)]
         return SlotState(live, duplicates)
 
     def _slot_state(
         self, slot: OwnerSlot, proposal: Proposal, digest: str, verdict: Verdict
     ) -> SlotState:
+        """The slot's active versions of the key and of the content, read after the
+        slot is locked for both (``lock_slot``), so no concurrent writer of the same
+        key or content decides on the same state."""
         if verdict.kind != VerdictKind.ACCEPT:
             return SlotState()
-        versions = self._store.slot_by_key(slot, proposal.key, _ACTIVE) if proposal.key else []
-        duplicates = self._store.slot_by_hash(slot, digest, _ACTIVE)
-        return SlotState(key_versions=versions, duplicates=duplicates)
+        probes = [SlotProbe(slot, _ACTIVE, content_hash=digest)]
+        if proposal.key:
+            probes.insert(0, SlotProbe(slot, _ACTIVE, key=proposal.key))
+        found = slot_versions(self._store, probes)
+        versions = found[0] if proposal.key else []
+        return SlotState(key_versions=versions, duplicates=found[-1])
 
 
 def _due(record: Record, now: datetime) -> bool:
@@ -238,7 +254,7 @@ def _promoted(owner: Owner, decision: Decision, state: SlotState) -> Decision:
     own version (visible to every agent) instead of confirming the agent's copy,
     unless a stronger version of the user's own stays (it was not retired)."""
     held = decision.confirm
-    if owner.agent_id != NO_AGENT or held is None or held.agent_id is None:
+    if owner.agent_id is not None or held is None or held.agent_id is None:
         return decision
     retired = {record.id for record in decision.retire}
     if any(r.agent_id is None and r.id not in retired for r in state.key_versions):
@@ -262,7 +278,7 @@ def _kept_apart(owner: Owner, decision: Decision) -> Decision:
     """A private or ``agent_scope="agent"`` write of an agent stays with it and leaves
     the user's own versions as they are: it replaces only the agent's versions, and a
     contradiction of the user's version alone is a new memory of the agent's."""
-    if owner.agent_id == NO_AGENT:
+    if owner.agent_id is None:
         return decision
     own = tuple(record for record in decision.supersede if record.agent_id is not None)
     contest = decision.operation == Operation.CONTEST
@@ -278,7 +294,7 @@ def _unlinked(owner: Owner, decision: Decision) -> Decision:
     """A version of the user's own never names an agent's (its contest partner is
     then none; a contradiction evidence cannot settle is a new memory of the user's)."""
     linked = decision.linked
-    if owner.agent_id != NO_AGENT or linked is None or linked.agent_id is None:
+    if owner.agent_id is not None or linked is None or linked.agent_id is None:
         return decision
     if decision.operation == Operation.CONTEST:
         return Decision(Operation.ADD, "new", "new memory of the user's own", Status.ACTIVE)
@@ -292,11 +308,11 @@ def _users(record: Record | None) -> bool:
 def _inherited(owner: Owner, decision: Decision) -> Owner:
     """An agent's new version of a key takes the place of the user's own version it
     replaces or contests: it stays visible to every agent of the user."""
-    if owner.agent_id == NO_AGENT or decision.new_status != Status.ACTIVE:
+    if owner.agent_id is None or decision.new_status != Status.ACTIVE:
         return owner
     met = [*decision.supersede, *([decision.linked] if decision.linked else [])]
     if any(record.agent_id is None for record in met):
-        return dataclasses.replace(owner, agent_id=NO_AGENT)
+        return dataclasses.replace(owner, agent_id=None)
     return owner
 
 

@@ -1,4 +1,4 @@
-"""SQL builders: pure functions from typed requests to ``(sql, params)``.
+"""SQL builders of the SQLite store's reads: pure functions to ``(sql, params)``.
 
 Each read takes a ``Visibility`` (or ``Subject``/``OwnerSlot``) from
 ``predicate`` and splices the condition it renders; no builder writes an
@@ -13,31 +13,34 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from engram.config import RETENTION_PERIODS
-from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
+from engram.store.config import SQLiteConfig
+from engram.store.predicate import OwnerSlot, Subject, Visibility
 from engram.store.rows import COLUMNS
 
 __all__ = [
+    "MIGRATIONS_DONE",
+    "MIGRATIONS_TABLE",
+    "MIGRATION_DONE",
     "Query",
     "by_ids",
     "by_key",
-    "derived_from",
-    "erasure_strings",
+    "counters",
     "export",
     "get",
     "history",
-    "holding",
     "keyed",
+    "lexical_rows",
     "listing",
     "neighbors",
+    "pragmas",
+    "reader_pragmas",
     "recent",
     "recent_of_types",
-    "residue",
     "slot_by_hash",
     "slot_by_key",
     "status_of",
-    "subject_ids",
-    "successors",
+    "vector_rows",
+    "vectors_of",
 ]
 
 Query = tuple[str, dict[str, Any]]
@@ -49,8 +52,28 @@ _STATUS = "r.status IN (SELECT value FROM json_each(:statuses))"
 _MATERIALIZED = "MATERIALIZED " if sqlite3.sqlite_version_info >= (3, 35) else ""
 
 
+MIGRATIONS_TABLE = "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, at TEXT)"
+MIGRATIONS_DONE = "SELECT name FROM migrations"
+MIGRATION_DONE = "INSERT INTO migrations VALUES (:name, datetime('now'))"
+
+
 def _json(values: Sequence[str]) -> str:
     return json.dumps(list(values))
+
+
+def pragmas(settings: SQLiteConfig, wal: bool) -> list[str]:
+    """The writer connection's settings. Deleted rows are overwritten with zeros, not
+    just unlinked: an erasure must leave no byte of what it erased in the file
+    (``store.erasure``)."""
+    out = [f"PRAGMA busy_timeout = {int(settings.busy_timeout_ms)}"]
+    out += ["PRAGMA journal_mode = WAL"] if wal else []
+    out += [f"PRAGMA synchronous = {settings.synchronous.upper()}", "PRAGMA secure_delete = ON"]
+    return out
+
+
+def reader_pragmas(settings: SQLiteConfig) -> list[str]:
+    """A read connection's settings: it waits like the writer and never writes."""
+    return [f"PRAGMA busy_timeout = {int(settings.busy_timeout_ms)}", "PRAGMA query_only = ON"]
 
 
 def get(vis: Visibility, record_id: str) -> Query:
@@ -82,21 +105,6 @@ def status_of(vis: Visibility, ids: Sequence[str], statuses: Sequence[str]) -> Q
     return sql, {**params, "ids": _json(ids), "statuses": _json(statuses)}
 
 
-def _renewal() -> str:
-    """SQL for ``commit.renewed_expiry`` over ``records``: an access at ``:now``
-    restarts the retention period (never shortens it; permanent stays NULL)."""
-    arms = " ".join(
-        f"WHEN '{retention.value}' THEN {int(period.total_seconds() * 1_000_000)}"
-        for retention, period in RETENTION_PERIODS.items() if period is not None
-    )  # fmt: skip
-    return (
-        "CASE WHEN expires_at IS NULL THEN NULL"
-        f" ELSE max(expires_at, :now + CASE retention {arms} ELSE 0 END) END"
-    )
-
-
-RENEWED_EXPIRY = _renewal()
-
 # A record's status as callers see it at :now: an active or disputed record past its
 # retention reads as expired (until the lifecycle sweep removes it).
 EFFECTIVE_STATUS = (
@@ -106,8 +114,8 @@ EFFECTIVE_STATUS = (
 
 
 def listing(
-    vis: Visibility, type_name: str | None, statuses: Sequence[str], limit: int, offset: int,
-    now_us: int | None = None,
+    vis: Visibility, type_name: str | None, statuses: Sequence[str], limit: int | None,
+    offset: int, now_us: int | None = None,
 ) -> Query:  # fmt: skip
     """Visible records, newest first, optionally of one type; statuses as of ``now_us``
     (stored statuses when it is None)."""
@@ -117,8 +125,8 @@ def listing(
         f"{SELECT} WHERE {cond} AND {status} AND (:type IS NULL OR r.type = :type)"
         " ORDER BY r.created_at DESC, r.id DESC LIMIT :limit OFFSET :offset"
     )
-    extra = {"statuses": _json(statuses), "type": type_name, "limit": limit, "offset": offset,
-             "now": now_us}  # fmt: skip
+    extra = {"statuses": _json(statuses), "type": type_name, "offset": offset, "now": now_us,
+             "limit": -1 if limit is None else limit}  # fmt: skip
     return sql, {**params, **extra}
 
 
@@ -230,12 +238,9 @@ def neighbors(
                 f" AND x.type IN (SELECT value FROM json_each(:types)) AND {where}"
                 f" ORDER BY x.observed_at{order}, x.rowid{order} LIMIT :per_side)"
             )
-        nearest = (
-            f"{' UNION ALL '.join(arms)} ORDER BY at{order}, rid{order} LIMIT :per_side"
-        )
+        nearest = f"{' UNION ALL '.join(arms)} ORDER BY at{order}, rid{order} LIMIT :per_side"
         picks.append(
-            "SELECT n.value FROM a, json_each((SELECT json_group_array(id)"
-            f" FROM ({nearest}))) n"
+            f"SELECT n.value FROM a, json_each((SELECT json_group_array(id) FROM ({nearest}))) n"
         )
     outer, outer_params = vis.sql()
     sql = (
@@ -283,87 +288,41 @@ def slot_by_hash(slot: OwnerSlot, content_hash: str, statuses: Sequence[str]) ->
     return sql, {**params, "hash": content_hash, "statuses": _json(statuses)}
 
 
-def subject_ids(subject: Subject) -> Query:
-    """Ids of every record of one subject (administrative erasure)."""
-    cond, params = subject.sql()
-    return f"SELECT r.id FROM records r WHERE {cond}", params
+def counters(vis: Visibility, table: str) -> Query:
+    """Insert and delete counters of the caller's two partitions, from ``table``
+    (``partition_state`` for vectors, ``lexical_state`` for postings)."""
+    cond, params = vis.partition.partition_sql("p")
+    return f"SELECT p.user_id, p.inserts, p.deletes FROM {table} p WHERE {cond}", params
 
 
-def derived_from(tenant: Tenant, ids: Sequence[str]) -> Query:
-    """Ids of records in the tenant derived from any of ``ids`` (derived copies)."""
-    cond, params = tenant.sql()
+def vector_rows(subject: Subject, model: str, after: int) -> Query:
+    """A partition's vectors of ``model`` after sequence ``after``, with their owners."""
+    cond, params = subject.sql("v")
     sql = (
-        "SELECT DISTINCT r.id FROM records r, json_each(r.derived_from) j"
-        f" WHERE {cond} AND r.derived_from <> '[]'"
-        " AND j.value IN (SELECT value FROM json_each(:ids))"
+        "SELECT v.seq, v.record_id, r.user_id, r.scope, r.agent_id, v.vector"
+        " FROM vectors v JOIN records r ON r.id = v.record_id"
+        f" WHERE {cond} AND v.model = :model AND v.seq > :after ORDER BY v.seq"
     )
-    return sql, {**params, "ids": _json(ids)}
+    return sql, {**params, "model": model, "after": after}
 
 
-def erasure_strings(tenant: Tenant, ids: Sequence[str]) -> Query:
-    """Content, key, stored value and source reference of the tenant's records among
-    ``ids``: the texts an erasure then looks for in the database files."""
-    cond, params = tenant.sql()
+def lexical_rows(subject: Subject, after: int) -> Query:
+    """A partition's records after row ``after``: owners and content, for postings."""
+    cond, params = subject.sql("r")
     sql = (
-        "SELECT r.content, r.key, r.value, r.source_ref FROM json_each(:ids) j"
-        f" CROSS JOIN records r ON r.id = j.value WHERE {cond}"
+        "SELECT r.rowid, r.id, r.user_id, r.scope, r.agent_id, r.content FROM records r"
+        f" WHERE {cond} AND r.rowid > :after ORDER BY r.rowid"
     )
-    return sql, {**params, "ids": _json(ids)}
+    return sql, {**params, "after": after}
 
 
-def successors(tenant: Tenant, ids: Sequence[str]) -> Query:
-    """Ids of the tenant's records that supersede any of ``ids``."""
-    cond, params = tenant.sql()
+def vectors_of(vis: Visibility, ids: Sequence[str], model: str) -> Query:
+    """Stored vectors of the visible records among ``ids``."""
+    cond, params = vis.sql()
+    part, part_params = vis.partition.partition_sql("v")
     sql = (
-        "SELECT r.id FROM records r WHERE r.supersedes IN (SELECT value FROM json_each(:ids))"
-        f" AND {cond}"
+        "SELECT r.id, v.vector FROM json_each(:ids) j CROSS JOIN records r ON r.id = j.value"
+        f" CROSS JOIN vectors v ON v.record_id = r.id WHERE {cond} AND {part}"
+        " AND v.model = :model"
     )
-    return sql, {**params, "ids": _json(ids)}
-
-
-def unlink_contests(tenant: Tenant, ids: Sequence[str], now_us: int) -> Query:
-    """End the contest (or dispute) links of the tenant's surviving records that name
-    any of ``ids`` (erased records): the partner is no longer contested by anything."""
-    cond, params = tenant.sql()
-    sql = (
-        "UPDATE records AS r SET contested_with = NULL, updated_at = :now"
-        " WHERE r.contested_with IN (SELECT value FROM json_each(:ids))"
-        f" AND r.id NOT IN (SELECT value FROM json_each(:ids)) AND {cond}"
-    )
-    return sql, {**params, "ids": _json(ids), "now": now_us}
-
-
-def holding(window: str) -> Query:
-    """One row if a record of any tenant still holds ``window`` in a text column: an
-    erased text found in the file that a surviving record explains. Deliberately
-    across tenants (a file byte belongs to no tenant); it returns no record."""
-    sql = (
-        "SELECT 1 FROM records r WHERE instr(r.content, :w) OR instr(r.key, :w)"
-        " OR instr(r.value, :w) OR instr(r.source_ref, :w) LIMIT 1"
-    )
-    return sql, {"w": window}
-
-
-def residue(tenant: Tenant, ids: Sequence[str]) -> dict[str, Query]:
-    """Counts of rows still naming any of ``ids``: records, vectors, stored traces."""
-    cond_r, params = tenant.sql("r")
-    cond_v, _ = tenant.sql("v")
-    cond_t, _ = tenant.sql("t")
-    each = "json_each(:ids) j CROSS JOIN"
-    queries = {
-        "records rows": f"SELECT count(*) FROM {each} records r ON r.id = j.value WHERE {cond_r}",
-        "vectors rows": (
-            f"SELECT count(*) FROM {each} vectors v ON v.record_id = j.value WHERE {cond_v}"
-        ),
-        "contest links": (
-            "SELECT count(*) FROM records r WHERE"
-            f" r.contested_with IN (SELECT value FROM json_each(:ids)) AND {cond_r}"
-        ),
-        "traces rows": (
-            "SELECT count(*) FROM traces t WHERE"
-            f" {cond_t} AND EXISTS (SELECT 1 FROM json_each(t.ids) n"
-            " WHERE n.value IN (SELECT value FROM json_each(:ids)))"
-        ),
-    }
-    bound = {**params, "ids": _json(ids)}
-    return {name: (sql, bound) for name, sql in queries.items()}
+    return sql, {**params, **part_params, "ids": _json(ids), "model": model}

@@ -1,0 +1,169 @@
+"""The SQLite store's changes: ``Store.apply`` and ``Store.lock_slot``.
+
+Changes run in order on the writer connection, inside the caller's open
+transaction (atomic with it) or in one of their own. Triggers keep the derived
+state in step: the vectors of deleted records, the partition counters the
+in-memory engines refresh from, and the ids of forgotten records.
+
+Write invariants. "At most one active version per (owner, scope, key)" and the
+audit hash chain need writers serialised per slot and per chain. SQLite admits
+one writer at a time (``BEGIN IMMEDIATE`` takes the database's write lock), so
+``lock_slot`` has nothing to add, and an audit append reads the chain's last
+hash inside that same lock.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engram.errors import IndexMismatch, InvalidArgument
+from engram.store.audit import GENESIS, AuditEntry, entry_hash
+from engram.store.contract import (
+    Applied,
+    Audit,
+    Change,
+    Delete,
+    Insert,
+    Place,
+    Touch,
+    UnlinkContests,
+    Update,
+)
+from engram.store.predicate import OwnerSlot, Subject
+from engram.store.pseudonyms import pseudonym, pseudonymised
+from engram.store.rows import record_to_row, to_micros
+from engram.store.sqlite import statements_admin as admin
+from engram.store.sqlite import statements_write as sql
+from engram.store.sqlite.reads import Reads, mismatch_message
+from engram.types import Record
+
+__all__ = ["Writes"]
+
+_VECTOR_MODEL_KEY = "vector_model"
+
+
+class Writes(Reads):
+    """``apply`` and ``lock_slot`` on SQLite."""
+
+    def lock_slot(self, slot: OwnerSlot, key: str) -> None:
+        """A no-op: ``BEGIN IMMEDIATE`` already serialises every writer (module notes)."""
+        if not self._in_own_transaction():
+            raise InvalidArgument("lock_slot is called inside the write's transaction")
+
+    def apply(self, changes: Sequence[Change]) -> Applied:
+        """Apply ``changes`` in order, inside the open transaction or in one of their own."""
+        if self._in_own_transaction():
+            return self._apply_all(changes)
+        with self.transaction():
+            return self._apply_all(changes)
+
+    def _apply_all(self, changes: Sequence[Change]) -> Applied:
+        done = Applied()
+        touches: list[Touch] = []
+        for change in changes:
+            if isinstance(change, Touch):
+                touches.append(change)  # consecutive touches run as one prepared batch
+                continue
+            self._touch(touches)
+            touches = []
+            self._apply_one(change, done)
+        self._touch(touches)
+        return done
+
+    def _apply_one(self, change: Change, done: Applied) -> None:
+        if isinstance(change, Insert):
+            self._insert(change.record, change.vector)
+        elif isinstance(change, Update):
+            self._write_fields(sql.UPDATE, sql.MUTABLE, change.record)
+        elif isinstance(change, Place):
+            self._write_fields(sql.PLACE, sql.PLACEMENT, change.record)
+        elif isinstance(change, Delete):
+            done.deleted += self._run(*sql.delete(change.tenant, change.ids)).rowcount \
+                if change.ids else 0  # fmt: skip
+        elif isinstance(change, UnlinkContests):
+            query = sql.unlink_contests(change.tenant, change.ids, to_micros(change.at) or 0)
+            done.unlinked += self._run(*query).rowcount if change.ids else 0
+        elif isinstance(change, Audit):
+            done.audit_ids.append(self._append_audit(change.entry))
+        else:
+            raise InvalidArgument(f"unknown change {type(change).__name__}")
+
+    def _insert(self, record: Record, vector: NDArray[np.float32] | None) -> None:
+        """Insert a new record and, when given, its vector under the store's model."""
+        self._run(sql.INSERT, record_to_row(record))
+        if vector is not None and record.embedding_model is not None:
+            self._put_vector(record, vector)
+
+    def _put_vector(self, record: Record, vector: NDArray[np.float32]) -> None:
+        assert record.embedding_model is not None
+        self.claim_vector_model(record.embedding_model)
+        row = record_to_row(record)
+        self._run(sql.PUT_VECTOR, {
+            "id": record.id, "tenant": row["tenant_id"], "user": row["user_id"],
+            "model": record.embedding_model,
+            "vector": np.ascontiguousarray(vector, dtype=np.float32).tobytes(),
+        })  # fmt: skip
+
+    def _write_fields(self, statement: str, columns: Sequence[str], record: Record) -> None:
+        """Write some fields of an existing record (its mutable ones, or its placement
+        in history, which only an import changes)."""
+        row = record_to_row(record)
+        self._run(statement, {column: row[column] for column in (*columns, "id")})
+
+    def _touch(self, touches: Sequence[Touch]) -> None:
+        """Count one access of each visible record of each touch: one prepared
+        statement per predicate shape, run for every touch (a background flush
+        writes a second's recalls at once, so it holds the GIL briefly)."""
+        batches: dict[str, list[dict[str, Any]]] = {}
+        for touch in touches:
+            text, params = sql.touch(touch.vis)
+            batches.setdefault(text, []).append(
+                {**params, "ids": json.dumps(list(touch.ids)), "now": to_micros(touch.at)}
+            )
+        for text, rows in batches.items():
+            self._run_many(text, rows)
+
+    # -- vector model, meta, audit (write side) ------------------------------------
+
+    def claim_vector_model(self, model: str) -> None:
+        """Record ``model`` as the vectors' model; refuse to mix with another."""
+        current = self.vector_model()
+        if current is None:
+            self.meta_set(_VECTOR_MODEL_KEY, model)
+        elif current != model:
+            raise IndexMismatch(mismatch_message(current, model))
+
+    def meta_set(self, key: str, value: str) -> None:
+        """Set a value in the meta table."""
+        self._run(admin.META_SET, {"key": key, "value": value})
+
+    def _audit_key(self, subject: Subject, create: bool) -> bytes | None:
+        """The subject's pseudonym key (``store.pseudonyms``), made on first use."""
+        if create:
+            self._run(*admin.new_audit_key(subject, secrets.token_bytes(32)))
+        rows = self._rows(admin.audit_key(subject))
+        return bytes(rows[0][0]) if rows else None
+
+    def _append_audit(self, entry: AuditEntry) -> str:
+        """Chain and append one audit entry, its user named by pseudonym; its hash.
+        The chain's last hash is read under the write lock the transaction holds."""
+        if entry.user_id:  # every user id, even one shaped like a pseudonym
+            key = self._audit_key(Subject(entry.tenant_id, entry.user_id), create=True)
+            assert key is not None
+            entry = pseudonymised(entry, pseudonym(key, entry.tenant_id, entry.user_id))
+        rows = self._rows((admin.AUDIT_LAST, {}))
+        prev = rows[0][0] if rows else GENESIS
+        digest = entry_hash(prev, entry)
+        self._run(admin.AUDIT_INSERT, {
+            "at": to_micros(entry.at), "tenant": entry.tenant_id, "user": entry.user_id or "",
+            "actor": entry.actor, "op": entry.operation,
+            "ids": json.dumps(list(entry.record_ids)), "reason": entry.reason,
+            "prev": prev, "hash": digest,
+        })  # fmt: skip
+        return digest
