@@ -31,11 +31,15 @@ from corpus import Corpus
 from engram import Context, Engram
 from engram.embed import Embedder
 from engram.embed.base import Wrapped
+from engram.errors import EngramError
+from engram.store.contract import Hits, Probe, Store
+from engram.store.predicate import Visibility
 
 __all__ = [
     "TENANT",
     "PrecomputedEmbedder",
     "TimedEmbedder",
+    "ask",
     "blas_info",
     "blas_threads",
     "context",
@@ -59,6 +63,14 @@ def context(user: str) -> Context:
 
 
 # -- timing ----------------------------------------------------------------------------
+
+
+def ask(store: Store, vis: Visibility, probe: Probe) -> Hits:
+    """The hits of one candidate probe (``Store.candidates`` with a batch of one)."""
+    answer = store.candidates(vis, [probe])[0]
+    if isinstance(answer, EngramError):
+        raise answer
+    return answer
 
 
 def summarize(times_ms: Sequence[float]) -> dict[str, float]:

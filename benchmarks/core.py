@@ -59,6 +59,7 @@ from common import (
     TENANT,
     Fill,
     TimedEmbedder,
+    ask,
     blas_threads,
     context,
     fill,
@@ -75,6 +76,7 @@ from engram import Context, Engram
 from engram.config import RecallConfig
 from engram.embed import Embedder, HashingEmbedder, LocalEmbedder
 from engram.scope import resolve
+from engram.store.contract import KeyProbe, LexicalProbe, RecentProbe, VectorProbe
 from engram.store.predicate import Visibility
 from engram.store.rows import COLUMNS
 from engram.store.sqlite import SQLiteStore
@@ -325,16 +327,16 @@ def user_keys(path: Path, user: str, count: int, seed: int) -> list[str]:
 def candidate_calls(mem: Engram, probe: Probe) -> dict[str, list[Callable[[], object]]]:
     """One call per query (or key) for each candidate query of the store."""
     store, vis, model = mem.store, probe.vis, mem.embedder.model_id
+    recent = RecentProbe(STATUSES, LIMITS["recent"])
     return {
-        "by_key": [partial(store.by_key, vis, [k], STATUSES, LIMITS["by_key"]) for k in probe.keys],
-        "lexical": [
-            partial(store.lexical, vis, q.text, STATUSES, LIMITS["lexical"]) for q in probe.queries
-        ],
-        "vector": [
-            partial(store.vector, vis, v, model, STATUSES, LIMITS["vector"]) for v in probe.vectors
-        ],
-        "recent": [partial(store.recent, vis, STATUSES, LIMITS["recent"])] * len(probe.queries),
-    }
+        "by_key": [partial(ask, store, vis, KeyProbe(STATUSES, LIMITS["by_key"], keys=(k,)))
+                   for k in probe.keys],
+        "lexical": [partial(ask, store, vis, LexicalProbe(q.text, STATUSES, LIMITS["lexical"]))
+                    for q in probe.queries],
+        "vector": [partial(ask, store, vis, VectorProbe(v, model, STATUSES, LIMITS["vector"]))
+                   for v in probe.vectors],
+        "recent": [partial(ask, store, vis, recent)] * len(probe.queries),
+    }  # fmt: skip
 
 
 def time_candidates(mem: Engram, probes: Sequence[Probe]) -> dict[str, list[float]]:
@@ -526,7 +528,8 @@ def recall_property(
     model = mem.embedder.model_id
     for probe in probes:
         for vector in probe.vectors:
-            hits = [i for i, _ in mem.store.vector(probe.vis, vector, model, STATUSES, k)]
+            found = ask(mem.store, probe.vis, VectorProbe(vector, model, STATUSES, k))
+            hits = [r.id for r, _ in found]
             truth = allv.scan(probe.user, vector, k)
             calls += 1
             full += len(hits) == min(k, len(truth))
@@ -705,9 +708,8 @@ def bench_partial_visibility(mem: Engram, corpus: Corpus, start: int, count: int
     report: dict[str, Any] = {}
     for label, ctx in (("sees_all_rows", agent), ("sees_99_percent", context("u0"))):
         vis = Visibility.of(resolve(ctx))
-        calls = [
-            partial(mem.store.vector, vis, v, model, STATUSES, LIMITS["vector"]) for v in vectors
-        ]
+        calls = [partial(ask, mem.store, vis, VectorProbe(v, model, STATUSES, LIMITS["vector"]))
+                 for v in vectors]  # fmt: skip
         report[label] = summarize(time_calls(calls))
     full, hidden = report["sees_all_rows"], report["sees_99_percent"]
     report["p50_ratio"] = ratio(hidden["p50_ms"], full["p50_ms"])

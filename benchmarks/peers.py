@@ -833,14 +833,20 @@ class EngramPeer:
         return [item.record.source.ref or item.record.id for item in result.items]
 
     def store_search(self, user_id: str, query: str, k: int) -> list[str]:
-        """Store-only path: query embedding + ``store.vector`` + ``store.lexical``, no pipeline."""
+        """Store-only path: query embedding + vector and lexical probes, no pipeline."""
+        from engram.store.contract import LexicalProbe, VectorProbe
         from engram.store.predicate import Visibility
 
         vis = Visibility.of(self.context_scope(user_id))
         vector = self.adapter.embed([query])[0]
-        hits = self.mem.store.vector(vis, vector, self.adapter.model_id, ("active",), k)
-        hits += self.mem.store.lexical(vis, query, ("active",), k)
-        return [self.ids.get(rid, rid) for rid, _ in hits]
+        probes = [VectorProbe(vector, self.adapter.model_id, ("active",), k),
+                  LexicalProbe(query, ("active",), k)]  # fmt: skip
+        hits = []
+        for answer in self.mem.store.candidates(vis, probes):
+            if isinstance(answer, Exception):
+                raise answer
+            hits += answer
+        return [self.ids.get(record.id, record.id) for record, _ in hits]
 
     def context_scope(self, user_id: str) -> Any:
         """The resolved ``Scope`` of one benchmark user."""

@@ -9,7 +9,7 @@ recalled once each, after a few warm-up calls, and this reports:
 - the median and p95 of each pipeline stage (``result.trace.stage_ms()``) and of
   each candidate channel (``result.trace.channels``);
 - a baseline in the same process: bare semantic retrieval of the same number of
-  items (``store.vector`` top ``max_items`` + ``store.fetch``, the least a memory
+  items (a vector probe of ``max_items``, its records decoded: the least a memory
   service does), and the ratio of recall to it;
 - the serial read path (channels one after another, a one-thread float32 scan,
   the read path before the int8 work) on a
@@ -52,6 +52,7 @@ from numpy.typing import NDArray
 from common import (
     PrecomputedEmbedder,
     TimedEmbedder,
+    ask,
     context,
     fill,
     machine,
@@ -67,6 +68,7 @@ from engram.config import Budget, Config
 from engram.embed import Embedder, HashingEmbedder, LocalEmbedder
 from engram.recall.model import RecallResult
 from engram.scope import resolve
+from engram.store.contract import VectorProbe
 from engram.store.predicate import Visibility
 
 RESULTS = Path(__file__).parent / "results" / "recall.json"
@@ -174,8 +176,7 @@ def bare_retrieval_ms(mem: Engram, vectors: NDArray[np.float32], k: int) -> list
     times = []
     for vector in vectors:
         tick = time.perf_counter()
-        hits = mem.store.vector(vis, vector, model, STATUSES, k)
-        mem.store.fetch(vis, [i for i, _ in hits])
+        ask(mem.store, vis, VectorProbe(vector, model, STATUSES, k))  # the records, decoded
         times.append((time.perf_counter() - tick) * 1000)
     return times
 
@@ -261,15 +262,13 @@ def measure(
 
 def open_serial(url: str, embedder: Embedder) -> Engram:
     """A second instance on the same file with the serial read path: channels one
-    after another and the exact float32 scan on one thread (``overlapped_channels``
+    after another and the exact float32 scan on one thread (``overlapped_probes``
     empty, ``vector_estimate_rows=0``, ``vector_scan_threads=1``); lexical search is
     the default in-memory BM25 (the FTS5 engine this baseline once used is gone)."""
     base = Config()
-    config = dataclasses.replace(
-        base,
-        recall=dataclasses.replace(base.recall, overlapped_channels=frozenset()),
-        store=dataclasses.replace(base.store, vector_scan_threads=1, vector_estimate_rows=0),
-    )
+    serial = dataclasses.replace(base.store.sqlite, overlapped_probes=frozenset(),
+                                 vector_scan_threads=1, vector_estimate_rows=0)  # fmt: skip
+    config = dataclasses.replace(base, store=dataclasses.replace(base.store, sqlite=serial))
     return Engram.open(url, embedder=embedder, config=config)
 
 
