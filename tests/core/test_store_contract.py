@@ -1,0 +1,131 @@
+"""The storage contract on SQLite: the factory, the protocols, and the write locks."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from pathlib import Path
+
+import pytest
+
+from engram import Context, Engram
+from engram.config import Config, PostgresConfig, SQLiteConfig, StoreConfig
+from engram.errors import ConfigError, InvalidArgument
+from engram.store import contract
+from engram.store.contract import Audit, Maintenance, Store
+from engram.store.open import open_store
+from engram.store.predicate import OwnerSlot
+from engram.store.url import scheme_of
+
+
+def _members(protocol: type) -> set[str]:
+    return {name for name, _ in inspect.getmembers(protocol) if not name.startswith("_")}
+
+
+def test_open_store_gives_a_store_with_every_method_of_both_protocols(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path}/s.db", StoreConfig())
+    try:
+        missing = {name for name in _members(Store) | _members(Maintenance)
+                   if not hasattr(store, name)}  # fmt: skip
+        assert missing == set()
+    finally:
+        store.close()
+
+
+def test_schemes_dispatch_to_their_backend() -> None:
+    assert scheme_of("sqlite:///x.db") == "sqlite"
+    assert scheme_of("x.db") == "sqlite"
+    assert scheme_of("postgresql://u@h/db") == "postgresql"
+    assert scheme_of("postgres://u@h/db") == "postgresql"
+    assert scheme_of("postgresql+psycopg://u@h/db") == "postgresql"
+    with pytest.raises(ConfigError, match="unsupported store URL scheme 'mysql'"):
+        open_store("mysql://u@h/db")
+
+
+def test_a_postgresql_url_without_its_backend_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "engram.store.postgres", None)  # import fails
+    with pytest.raises(ConfigError, match="PostgreSQL backend"):
+        open_store("postgresql://engram@localhost/engram")
+    with pytest.raises(ConfigError, match="PostgreSQL backend"):
+        Engram.open("postgresql://engram@localhost/engram", embedder="hashing")
+
+
+def test_backend_settings_are_checked() -> None:
+    with pytest.raises(ConfigError):
+        SQLiteConfig(overlapped_probes=frozenset({"key"}))
+    with pytest.raises(ConfigError):
+        SQLiteConfig(synchronous="sometimes")
+    with pytest.raises(ConfigError):
+        PostgresConfig(pool_min=4, pool_max=2)
+    with pytest.raises(ConfigError):
+        PostgresConfig(hnsw_m=16, hnsw_ef_construction=8)
+    with pytest.raises(ConfigError):
+        PostgresConfig(text_search="klingon")
+
+
+def test_keyed_and_deduplicated_writes_lock_their_slot_before_reading_it(
+    tmp_path: Path, ctx: Context
+) -> None:
+    mem = Engram.open(f"sqlite:///{tmp_path}/l.db", embedder="hashing")
+    events: list[str] = []
+    store = mem.store
+    locked = store.lock_slot
+
+    def lock_slot(slot: OwnerSlot, key: str) -> None:
+        events.append(f"lock {key.split(':', 1)[0]}")
+        locked(slot, key)
+
+    store.lock_slot = lock_slot  # type: ignore[method-assign]
+    store.tracer = lambda sql, params: events.append(
+        "read key" if "r.key = :key" in sql else "read hash" if "content_hash = :hash" in sql
+        else "other"
+    )  # fmt: skip
+    try:
+        mem.remember(ctx, "The staging database is Postgres 16.", type="fact",
+                     key="staging.db", value="Postgres 16")  # fmt: skip
+    finally:
+        store.tracer = None
+        mem.close()
+    reads = [e for e in events if e != "other"]
+    assert reads == ["lock key", "lock hash", "read key", "read hash"]
+
+
+def test_lock_slot_outside_a_transaction_is_refused(tmp_path: Path) -> None:
+    store = open_store(f"sqlite:///{tmp_path}/o.db")
+    try:
+        with pytest.raises(InvalidArgument):
+            store.lock_slot(OwnerSlot("acme", "u1", "", "user"), "key:k")
+        with store.transaction():
+            store.lock_slot(OwnerSlot("acme", "u1", "", "user"), "key:k")  # a no-op here
+    finally:
+        store.close()
+
+
+def test_audit_appends_through_apply_chain_and_verify(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from engram.store.audit import AuditEntry
+
+    store = open_store(f"sqlite:///{tmp_path}/a.db")
+    try:
+        at = datetime(2024, 5, 1, tzinfo=UTC)
+        done = store.apply(
+            [
+                Audit(AuditEntry(at, "acme", None, "admin", "NOTE", [], "a")),
+                Audit(AuditEntry(at, "acme", "u1", "user:u1", "NOTE", [], "b")),
+            ]
+        )
+        assert len(done.audit_ids) == 2
+        assert done.audit_ids[0] != done.audit_ids[1]
+        report = store.verify_audit()
+        assert report.ok
+        assert report.entries == 2
+    finally:
+        store.close()
+
+
+def test_the_contract_module_names_what_it_exports() -> None:
+    assert set(contract.__all__) <= set(dir(contract))
+    assert Config().store.sqlite == SQLiteConfig()
