@@ -98,6 +98,7 @@ def stores(
     open_mem: Callable[..., Engram], tmp_path: Path
 ) -> tuple[Engram, Engram, Context, Context]:
     url = f"sqlite:///{tmp_path}/v.db"
+
     def config(rows: int) -> Config:
         return Config(store=StoreConfig(sqlite=SQLiteConfig(vector_estimate_rows=rows)))
 
