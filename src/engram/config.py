@@ -20,6 +20,7 @@ from typing import Any
 from engram.errors import ConfigError
 from engram.limits import shown
 from engram.types import Retention, SourceKind, Tier
+from engram.working.config import WorkingConfig
 
 __all__ = [
     "RETENTION_PERIODS",
@@ -29,6 +30,7 @@ __all__ = [
     "ScoreWeights",
     "StoreConfig",
     "TypePolicy",
+    "WorkingConfig",
     "WritePolicy",
     "default_types",
 ]
@@ -328,6 +330,7 @@ class Config:
     recall: RecallConfig = field(default_factory=RecallConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
     default_type: str = "fact"
+    working: WorkingConfig = field(default_factory=WorkingConfig)
 
     def __post_init__(self) -> None:
         if not self.types:

@@ -56,6 +56,10 @@ from engram.types import (
     as_seen,
     parse_enum,
 )
+from engram.working import ScopedWorking, WorkingMemory, WorkingStore, open_working, scope_for
+from engram.working import erasure as working_erasure
+from engram.working.recall import live_records
+from engram.working.sqlite import SQLiteWorking
 from engram.write import corrections
 from engram.write.batch import actor, proposal_item, stage, write_chunk
 from engram.write.commit import Owner
@@ -77,10 +81,11 @@ class Engram:
 
     def __init__(
         self, store: Store, embedder: Embedder, config: Config | None = None,
-        clock: Clock | None = None,
+        clock: Clock | None = None, working: WorkingStore | None = None,
     ) -> None:  # fmt: skip
         self.config = config or Config()
         self.store = store
+        self.working_store = working or SQLiteWorking(":memory:", self.config.working)
         self.embedder = embedder
         self.clock: Clock = clock or SystemClock()
         self._writer = WritePath(store, embedder, self.config)
@@ -97,9 +102,13 @@ class Engram:
         embedder: str | Embedder = "local",
         config: Config | None = None,
         clock: Clock | None = None,
+        working: str | WorkingStore | None = None,
         **embedder_options: Any,
     ) -> Engram:
-        """Open (creating if needed) the store at ``url`` with the given embedder."""
+        """Open (creating if needed) the store at ``url`` with the given embedder.
+
+        ``working`` is where working memory lives: None or ``"sqlite"`` (the store's
+        SQLite file) or a ``redis://`` URL (an unreachable server is ``Unavailable``)."""
         if not isinstance(url, str) or not url or len(url) > _MAX_URL or not url.isprintable():
             raise InvalidArgument("url must be a non-empty string such as sqlite:///engram.db")
         if config is not None and not isinstance(config, Config):
@@ -108,12 +117,20 @@ class Engram:
             raise InvalidArgument("clock must have a now() method (an engram.Clock)")
         config = config or Config()
         store = SQLiteStore(sqlite_path(url), config.store)
-        return cls(store, create_embedder(embedder, **embedder_options), config, clock)
+        try:
+            busy_ms = config.store.busy_timeout_ms
+            scratch = open_working(working, store.path, config.working, busy_ms)
+            return cls(store, create_embedder(embedder, **embedder_options), config, clock,
+                       scratch)  # fmt: skip
+        except BaseException:
+            store.close()
+            raise
 
     def close(self) -> None:
         """Flush usage counters and traces, then release the store."""
         self._usage.close()
         self.store.close()
+        self.working_store.close()
 
     def __enter__(self) -> Engram:
         return self
@@ -259,8 +276,17 @@ class Engram:
     def erase_subject(self, tenant_id: str, user_id: str) -> forgetting.ErasureReceipt:
         """Administrative erasure of one user's every record, vector, trace and derived copy."""
         scope = resolve(Context(tenant_id=tenant_id, user_id=user_id))
-        return forgetting.erase_subject(self.store, scope.tenant_id, scope.user_id,
-                                        self._now(None), self._usage)  # fmt: skip
+        return working_erasure.erase_subject(
+            self.working_store, scope.tenant_id, scope.user_id,
+            lambda: forgetting.erase_subject(self.store, scope.tenant_id, scope.user_id,
+                                             self._now(None), self._usage))  # fmt: skip
+
+    def working(self, ctx: Context, kind: str | None = None) -> WorkingMemory:
+        """Working memory of the caller's task (``kind="task"``) or session
+        (``"session"``); by default the task when ``ctx`` names one, else the session.
+        Items expire by themselves; recall shows those of the caller's task and session."""
+        scope = scope_for(resolve(ctx), kind)
+        return ScopedWorking(self.working_store, scope, self.config.working, self.clock)
 
     # -- reads ---------------------------------------------------------------------
 
@@ -283,7 +309,9 @@ class Engram:
                                  lambda layout: self._minimum_tokens(layout, scope))  # fmt: skip
         when = self._now(now)
         request = Request(scope, query, intent, chosen, when,
-                          None if as_of is None else require_aware(as_of, "as_of"))  # fmt: skip
+                          None if as_of is None else require_aware(as_of, "as_of"),
+                          lambda n: live_records(self.working_store, scope, self.config, when,
+                                                 n))  # fmt: skip
         epoch = self._usage.epoch  # usage of a recall an erasure overtakes is dropped
         result = run_pipeline(request, self.store, self.embedder, self.config, self.token_counter)
         vis = Visibility.of(scope)

@@ -3,7 +3,8 @@
 Channels (all under the scope predicate, inside the storage query):
 
 * ``key``: keyed records of structured types (exact, deterministic lookup);
-* ``working``: task state of the caller's task and session;
+* ``working``: the live working memory (``engram.working``) and the stored task
+  state of the caller's task and session, live items first;
 * ``lexical``: BM25 over in-memory postings;
 * ``vector``: exact cosine over the caller's vector partitions;
 * ``context``: the episodes observed just before and after the best episodic
@@ -22,7 +23,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -53,6 +54,7 @@ class Sources:
     query_vector: NDArray[np.float32] | None
     model: str
     vector_error: str | None = None
+    working: Callable[[int], Sequence[Record]] | None = None  # live working items (by limit)
 
 
 class _NoQueryVector(EngramError):
@@ -75,8 +77,10 @@ def _working(plan: Plan, src: Sources, config: RecallConfig, known: Known, bulk:
     types = [t for t in plan.types if t in config.working_types]
     if not types:
         return []
-    records = src.store.recent(src.vis, plan.statuses, plan.limits["working"], types)
-    return [(r, 1.0) for r in records]
+    limit = plan.limits["working"]
+    live = [r for r in src.working(limit) if r.type in types] if src.working else []
+    records = src.store.recent(src.vis, plan.statuses, limit, types)
+    return [(r, 1.0) for r in [*live, *records][:limit]]
 
 
 def _lexical_scan(plan: Plan, src: Sources) -> object:
