@@ -7,16 +7,18 @@ nothing else, and a component can never look like two::
     <prefix>:wm:<tenant>:<user>:<agent or ''>:<session|task>:<id>:<key>   the item
     <prefix>:wmi:<tenant>:<user>:<agent or ''>:<session|task>:<id>        its index
 
-An item is ``SET ... PX <ttl>``: Redis deletes it on time by itself (Redis 7 has
-no per-field TTL in a hash, hence a key per item). The index is a sorted set of
+An item is a small hash (value, set and expiry times) with ``PEXPIRE <ttl>``:
+Redis deletes it on time by itself (Redis 7 has no per-field TTL, hence a key
+per item rather than a hash per scope). The index is a sorted set of
 the scope's keys scored by expiry (milliseconds, Redis's clock), so ``list`` and
 ``clear`` never ``SCAN``; it expires with its last item. Writes run as Lua
 scripts, atomic against concurrent writers: a set purges expired index entries,
-enforces ``max_items``, writes the item and indexes it in one step. Expiry follows
-Redis's clock, not the injected one (the item's ``set_at`` and ``expires_at``
-come from the injected clock, for display). Erasing a user ``SCAN``s for the
-prefix ``<prefix>:wm:<tenant>:<user>:`` (and ``wmi``), exact because of the
-escaping. Scripts build item keys from the scope prefix: one Redis, not a cluster.
+enforces ``max_items``, writes the item and indexes it in one step. Time is
+Redis's clock (``TIME``), not the injected one: it decides expiry, and it
+stamps ``set_at`` and ``expires_at``, so what an item says is what Redis does.
+Erasing a user ``SCAN``s for the prefix ``<prefix>:wm:<tenant>:<user>:`` (and
+``wmi``), exact because of the escaping. Scripts build item keys from the
+scope prefix: one Redis, not a cluster.
 
 Connection and timeout errors become ``Unavailable`` naming host and port; no
 message repeats the URL's password.
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import quote, unquote
@@ -47,13 +49,14 @@ local ttl = tonumber(ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then
   local count = redis.call('ZCARD', KEYS[2])
-  if count >= tonumber(ARGV[4]) then return -count end
+  if count >= tonumber(ARGV[4]) then return {-count, now} end
 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ttl)
+redis.call('HSET', KEYS[1], 'v', ARGV[2], 's', now, 'e', now + ttl)
+redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
 local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
 redis.call('PEXPIREAT', KEYS[2], tonumber(last[2]))
-return 1
+return {1, now}
 """
 _DELETE = """
 redis.call('ZREM', KEYS[2], ARGV[1])
@@ -67,6 +70,9 @@ end
 redis.call('DEL', KEYS[1])
 return live
 """
+
+
+_FIELDS = ("v", "s", "e")
 
 
 def escape(part: str) -> str:
@@ -125,22 +131,21 @@ class RedisWorking:
 
     def put(self, scope: WorkingScope, key: str, value: str, ttl: timedelta,
             now: datetime) -> WorkingItem:  # fmt: skip
-        """Set ``key`` for ``ttl`` (``SET PX``) and index it, atomically."""
-        payload = json.dumps({"v": value, "s": now.isoformat(), "e": (now + ttl).isoformat()})
+        """Set ``key`` for ``ttl`` (``PEXPIRE``) and index it, atomically."""
         keys = [item_key(self._prefix, scope, key), index_key(self._prefix, scope)]
-        args = [escape(key), payload, _ms(ttl), self.config.max_items]
-        done = int(self._call(lambda: self._set(keys=keys, args=args)))
+        args = [escape(key), value, _ms(ttl), self.config.max_items]
+        done, at_ms = (int(n) for n in self._call(lambda: self._set(keys=keys, args=args)))
         if done < 0:
             raise InvalidArgument(
                 f"this {scope.kind}'s working memory holds {-done} items, the limit; "
                 "delete or clear some first"
             )
-        return WorkingItem(key, json.loads(value), now, now + ttl, scope)
+        return WorkingItem(key, json.loads(value), _at(at_ms), _at(at_ms + _ms(ttl)), scope)
 
     def fetch(self, scope: WorkingScope, key: str, now: datetime) -> WorkingItem | None:
         """The item under ``key`` while Redis still holds it."""
-        raw = self._call(lambda: self._client.get(item_key(self._prefix, scope, key)))
-        return None if raw is None else _item(key, raw, scope)
+        name = item_key(self._prefix, scope, key)
+        return _item(key, self._call(lambda: self._client.hmget(name, _FIELDS)), scope)
 
     def items(self, scope: WorkingScope, now: datetime) -> list[WorkingItem]:
         """The scope's live items, most recently set first (then by key)."""
@@ -150,10 +155,14 @@ class RedisWorking:
             return []
         base = index.replace(":wmi:", ":wm:", 1) + ":"
         keys = [base + member.decode() for member in members]
-        values: list[bytes | None] = self._call(lambda: self._client.mget(keys))
-        found = [_item(unquote(m.decode()), raw, scope)
-                 for m, raw in zip(members, values, strict=True) if raw is not None]  # fmt: skip
-        return sorted(found, key=lambda item: (-item.set_at.timestamp(), item.key))
+        pipe = self._client.pipeline(transaction=False)
+        for name in keys:
+            pipe.hmget(name, _FIELDS)
+        rows: list[list[bytes | None]] = self._call(pipe.execute)
+        found = (_item(unquote(m.decode()), fields, scope)
+                 for m, fields in zip(members, rows, strict=True))  # fmt: skip
+        live = [item for item in found if item is not None]
+        return sorted(live, key=lambda item: (-item.set_at.timestamp(), item.key))
 
     def remove(self, scope: WorkingScope, key: str, now: datetime) -> bool:
         """Delete ``key`` and its index entry; True when Redis still held it."""
@@ -194,7 +203,13 @@ class RedisWorking:
         self._client.close()
 
 
-def _item(key: str, raw: bytes, scope: WorkingScope) -> WorkingItem:
-    body = json.loads(raw)
-    return WorkingItem(key, json.loads(body["v"]), datetime.fromisoformat(body["s"]),
-                       datetime.fromisoformat(body["e"]), scope)  # fmt: skip
+def _at(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, UTC)
+
+
+def _item(key: str, fields: list[bytes | None], scope: WorkingScope) -> WorkingItem | None:
+    """The item from its hash fields (value, set, expiry), or None when it is gone."""
+    value, set_ms, end_ms = fields
+    if value is None or set_ms is None or end_ms is None:
+        return None
+    return WorkingItem(key, json.loads(value), _at(int(set_ms)), _at(int(end_ms)), scope)
