@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from tests.conftest import T0
 from tests.working.conftest import OpenWorking
 
-from engram import Context, Engram, FrozenClock, InvalidArgument
+from engram import Config, Context, Engram, FrozenClock, InvalidArgument
+from engram.config import StoreConfig
 
 CTX = Context(tenant_id="acme", user_id="u1", agent_id="coder", session_id="s1", task_id="t1")
 
@@ -175,3 +178,20 @@ def test_the_sqlite_clock_is_the_injected_one() -> None:
         assert wm.list() == []
     finally:
         mem.close()
+
+
+def test_a_sqlite_working_write_never_waits_for_a_record_transaction(
+    open_mem: Callable[..., Engram], tmp_path: Path
+) -> None:
+    """Working memory has its own file: a record transaction holding the store's write
+    lock (a bulk chunk, an index rebuild) does not delay it."""
+    config = Config(store=StoreConfig(busy_timeout_ms=100))
+    mem = open_mem(f"sqlite:///{tmp_path}/own.db", config=config)
+    other = open_mem(f"sqlite:///{tmp_path}/own.db", config=config)
+    assert Path(f"{tmp_path}/own.db-working").exists()
+    with mem.store.transaction():  # BEGIN IMMEDIATE on the records' file
+        start = time.perf_counter()
+        other.working(CTX).set("step", 1)
+        assert (time.perf_counter() - start) < 0.1
+    item = mem.working(CTX).get("step")
+    assert item is not None

@@ -1,18 +1,20 @@
-"""Working memory in the embedded store's SQLite file, on a connection of its own.
+"""Working memory for the embedded store: a SQLite file of its own beside the records.
 
-The table ``working_items`` lives in the same file as the records (one file to
-back up, erase and delete), but this module owns it: its DDL is applied here,
-by name, and recorded in ``working_migrations``, so the record store's
-migrations and code are untouched. A separate connection also means a working
-write never waits behind the record store's in-process lock (only, briefly,
-behind another SQLite write transaction on the file). ``:memory:`` gets a
-private in-memory database (another connection cannot reach the store's).
+``Engram.open("sqlite:///engram.db")`` keeps working memory in
+``engram.db-working`` (``working_path``). Not in the records' file: SQLite admits
+one writer per file, and a working write queued behind a bulk ``remember_many``
+chunk or an index rebuild waited 214 ms at p95 (``benchmarks/working.py``),
+four times the 50 ms target; in its own file it waits for no record
+transaction. This module owns the file's one table, ``working_items``: its DDL
+is applied here, by name, and recorded in ``working_migrations``.
+``:memory:`` gets a private in-memory database.
 
 Time comes from the injected clock: an item is live while ``now <
 expires_at``; an expired item is never returned, and is deleted lazily: each
 write purges its own scope, and at most every ``purge_interval_seconds`` one
 write purges every scope. ``secure_delete`` zeroes what a delete frees, as in
-the record store, so an erased value leaves no bytes in the database file.
+the record store, and erasing a subject then checkpoints the WAL into the file
+and truncates it, so an erased value leaves no bytes behind.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -28,7 +31,7 @@ from engram.errors import InvalidArgument, MigrationError, StoreError
 from engram.working.base import WorkingItem, WorkingScope
 from engram.working.config import WorkingConfig
 
-__all__ = ["SQLiteWorking"]
+__all__ = ["SQLiteWorking", "working_path"]
 
 _ITEMS = """
 CREATE TABLE working_items (
@@ -57,6 +60,11 @@ _UPSERT = (
 )
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICRO = timedelta(microseconds=1)
+
+
+def working_path(store_path: str) -> str:
+    """The working-memory file that goes with a record store's SQLite file."""
+    return store_path if store_path in ("", ":memory:") else f"{store_path}-working"
 
 
 def _us(when: datetime) -> int:
@@ -194,13 +202,32 @@ class SQLiteWorking:
             return sum(1 for (end,) in cursor.fetchall() if end > _us(now))
 
     def erase_subject(self, tenant_id: str, user_id: str) -> int:
-        """Delete every item of one user of one tenant (every agent, session and task)."""
+        """Delete every item of one user of one tenant (every agent, session and task),
+        then move the WAL's pages into the zeroed file and truncate it."""
         with self._write() as conn:
             cursor = conn.execute(
                 "DELETE FROM working_items WHERE tenant_id = ? AND user_id = ?",
                 (tenant_id, user_id),
             )
-            return cursor.rowcount
+            erased = cursor.rowcount
+        self._checkpoint()
+        return erased
+
+    def _checkpoint(self, attempts: int = 5) -> None:
+        """``wal_checkpoint(TRUNCATE)``, retried while another connection reads;
+        ``StoreError`` when the WAL could not be emptied (it may hold erased bytes)."""
+        if self.path in ("", ":memory:"):
+            return
+        for attempt in range(attempts):
+            with self._lock:
+                busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if busy == 0:
+                return
+            time.sleep(0.01 * (attempt + 1))
+        raise StoreError(
+            f"working memory: the WAL of {self.path!r} could not be checkpointed "
+            "after an erasure; run erase_subject again when readers are idle"
+        )
 
     def subject_residue(self, tenant_id: str, user_id: str) -> int:
         """Rows of that user still in the table, expired or not."""
