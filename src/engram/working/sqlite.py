@@ -4,12 +4,14 @@
 ``engram.db-working`` (``working_path``). Not in the records' file: SQLite admits
 one writer per file, and a working write queued behind a bulk ``remember_many``
 chunk or an index rebuild waited 236 ms at p95 (``benchmarks/working.py``),
-almost five times the 50 ms target (5 ms in a file of its own); in its own file it waits for no record
-transaction. This module owns the file's one table, ``working_items``: its DDL
+almost five times the 50 ms target; in a file of its own it waits for no record
+transaction (5 ms). This module owns the file's one table, ``working_items``: its DDL
 is applied here, by name, and recorded in ``working_migrations``.
 ``:memory:`` gets a private in-memory database.
 
-Time comes from the injected clock: an item is live while ``now <
+Every ownership condition is rendered by the scope predicate
+(``engram.store.predicate``): ``OwnerSlot`` for one scope, ``Subject`` for an
+erasure. Time comes from the injected clock: an item is live while ``now <
 expires_at``; an expired item is never returned, and is deleted lazily: each
 write purges its own scope, and at most every ``purge_interval_seconds`` one
 write purges every scope. ``secure_delete`` zeroes what a delete frees, as in
@@ -26,8 +28,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from engram.errors import InvalidArgument, MigrationError, StoreError
+from engram.store.predicate import NO_AGENT, OwnerSlot, Subject
 from engram.working.base import WorkingItem, WorkingScope
 from engram.working.config import WorkingConfig
 
@@ -38,26 +42,26 @@ CREATE TABLE working_items (
     tenant_id TEXT NOT NULL,
     user_id TEXT NOT NULL,
     agent_id TEXT NOT NULL,  -- '' for no agent (an agent id is never empty)
-    kind TEXT NOT NULL CHECK (kind IN ('session', 'task')),
-    scope_id TEXT NOT NULL,
+    scope TEXT NOT NULL CHECK (scope LIKE 'session:_%' OR scope LIKE 'task:_%'),
     key TEXT NOT NULL,
     value TEXT NOT NULL,
     set_at INTEGER NOT NULL,  -- microseconds since the Unix epoch, UTC
     expires_at INTEGER NOT NULL,
-    PRIMARY KEY (tenant_id, user_id, agent_id, kind, scope_id, key)
+    PRIMARY KEY (tenant_id, user_id, agent_id, scope, key)
 ) WITHOUT ROWID;
 CREATE INDEX working_items_expiry ON working_items (expires_at);
 """
 # Named, append-only: never edit a shipped entry; add one.
 MIGRATIONS: tuple[tuple[str, str], ...] = (("w0001_items", _ITEMS),)
 
-_SCOPE = "tenant_id = ? AND user_id = ? AND agent_id = ? AND kind = ? AND scope_id = ?"
 _UPSERT = (
-    "INSERT INTO working_items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-    "ON CONFLICT (tenant_id, user_id, agent_id, kind, scope_id, key) "
+    "INSERT INTO working_items VALUES (:slot_tenant, :slot_user, :slot_agent, :slot_scope, "
+    ":key, :value, :set_at, :expires_at) "
+    "ON CONFLICT (tenant_id, user_id, agent_id, scope, key) "
     "DO UPDATE SET value = excluded.value, set_at = excluded.set_at, "
     "expires_at = excluded.expires_at"
 )
+_TABLE = "working_items"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICRO = timedelta(microseconds=1)
 
@@ -75,8 +79,18 @@ def _at(micros: int) -> datetime:
     return _EPOCH + timedelta(microseconds=micros)
 
 
-def _params(scope: WorkingScope) -> tuple[str, str, str, str, str]:
-    return (scope.tenant_id, scope.user_id, scope.agent_id or "", scope.kind, scope.scope_id)
+def _slot(scope: WorkingScope, **more: object) -> tuple[str, dict[str, Any]]:
+    """The scope's condition, rendered by the scope predicate (``OwnerSlot``: exactly
+    this tenant, user, agent and ``session:<id>`` / ``task:<id>``), and its parameters
+    with ``more`` added."""
+    slot = OwnerSlot(scope.tenant_id, scope.user_id, scope.agent_id or NO_AGENT, scope.scope)
+    text, params = slot.sql(_TABLE)
+    return text, {**params, **more}
+
+
+def _subject(tenant_id: str, user_id: str) -> tuple[str, dict[str, Any]]:
+    """Every item of one user of one tenant, rendered by the scope predicate."""
+    return Subject(tenant_id, user_id).sql(_TABLE)
 
 
 class SQLiteWorking:
@@ -134,7 +148,7 @@ class SQLiteWorking:
                     raise StoreError(f"working memory: SQLite error: {exc}") from exc
                 raise
 
-    def _read(self, sql: str, params: tuple[object, ...]) -> list[tuple[str, str, int, int]]:
+    def _read(self, sql: str, params: dict[str, Any]) -> list[tuple[str, str, int, int]]:
         with self._lock:
             try:
                 return self._conn.execute(sql, params).fetchall()
@@ -143,10 +157,10 @@ class SQLiteWorking:
 
     def _purge(self, conn: sqlite3.Connection, scope: WorkingScope, now_us: int) -> None:
         """Delete the scope's expired items, and now and then every scope's."""
-        conn.execute(f"DELETE FROM working_items WHERE {_SCOPE} AND expires_at <= ?",
-                     (*_params(scope), now_us))  # fmt: skip
+        cond, params = _slot(scope, now=now_us)
+        conn.execute(f"DELETE FROM working_items WHERE {cond} AND expires_at <= :now", params)
         if now_us >= self._next_purge:
-            conn.execute("DELETE FROM working_items WHERE expires_at <= ?", (now_us,))
+            conn.execute("DELETE FROM working_items WHERE expires_at <= :now", {"now": now_us})
             self._next_purge = now_us + int(self.config.purge_interval_seconds * 1_000_000)
 
     def put(self, scope: WorkingScope, key: str, value: str, ttl: timedelta,
@@ -155,60 +169,59 @@ class SQLiteWorking:
         now_us, end_us = _us(now), _us(now + ttl)
         with self._write() as conn:
             self._purge(conn, scope, now_us)
-            exists = conn.execute(f"SELECT 1 FROM working_items WHERE {_SCOPE} AND key = ?",
-                                  (*_params(scope), key)).fetchone()  # fmt: skip
+            cond, params = _slot(scope, key=key, value=value, set_at=now_us, expires_at=end_us)
+            exists = conn.execute(f"SELECT 1 FROM working_items WHERE {cond} AND key = :key",
+                                  params).fetchone()  # fmt: skip
             if exists is None:
-                (count,) = conn.execute(f"SELECT count(*) FROM working_items WHERE {_SCOPE}",
-                                        _params(scope)).fetchone()  # fmt: skip
+                (count,) = conn.execute(f"SELECT count(*) FROM working_items WHERE {cond}",
+                                        params).fetchone()  # fmt: skip
                 if count >= self.config.max_items:
                     raise InvalidArgument(
                         f"this {scope.kind}'s working memory holds {count} items, the limit; "
                         "delete or clear some first"
                     )
-            conn.execute(_UPSERT, (*_params(scope), key, value, now_us, end_us))
+            conn.execute(_UPSERT, params)
         return WorkingItem(key, json.loads(value), _at(now_us), _at(end_us), scope)
 
     def fetch(self, scope: WorkingScope, key: str, now: datetime) -> WorkingItem | None:
         """The item under ``key`` if it is live at ``now``."""
-        rows = self._read(
-            f"SELECT key, value, set_at, expires_at FROM working_items WHERE {_SCOPE} "
-            "AND key = ? AND expires_at > ?", (*_params(scope), key, _us(now)),
-        )  # fmt: skip
+        cond, params = _slot(scope, key=key, now=_us(now))
+        rows = self._read(f"SELECT key, value, set_at, expires_at FROM working_items WHERE "
+                          f"{cond} AND key = :key AND expires_at > :now", params)  # fmt: skip
         return _item(rows[0], scope) if rows else None
 
     def items(self, scope: WorkingScope, now: datetime) -> list[WorkingItem]:
         """The scope's live items, most recently set first (then by key)."""
-        rows = self._read(
-            f"SELECT key, value, set_at, expires_at FROM working_items WHERE {_SCOPE} "
-            "AND expires_at > ? ORDER BY set_at DESC, key", (*_params(scope), _us(now)),
-        )  # fmt: skip
+        cond, params = _slot(scope, now=_us(now))
+        rows = self._read(f"SELECT key, value, set_at, expires_at FROM working_items WHERE "
+                          f"{cond} AND expires_at > :now ORDER BY set_at DESC, key",
+                          params)  # fmt: skip
         return [_item(row, scope) for row in rows]
 
     def remove(self, scope: WorkingScope, key: str, now: datetime) -> bool:
         """Delete ``key``; True when it was live."""
         with self._write() as conn:
+            cond, params = _slot(scope, key=key)
             cursor = conn.execute(
-                f"DELETE FROM working_items WHERE {_SCOPE} AND key = ? RETURNING expires_at",
-                (*_params(scope), key),
-            )  # fmt: skip
+                f"DELETE FROM working_items WHERE {cond} AND key = :key RETURNING expires_at",
+                params,
+            )
             return any(end > _us(now) for (end,) in cursor.fetchall())
 
     def clear(self, scope: WorkingScope, now: datetime) -> int:
         """Delete the scope's items; the number that were live."""
         with self._write() as conn:
-            cursor = conn.execute(
-                f"DELETE FROM working_items WHERE {_SCOPE} RETURNING expires_at", _params(scope)
-            )
+            cond, params = _slot(scope)
+            cursor = conn.execute(f"DELETE FROM working_items WHERE {cond} RETURNING expires_at",
+                                  params)  # fmt: skip
             return sum(1 for (end,) in cursor.fetchall() if end > _us(now))
 
     def erase_subject(self, tenant_id: str, user_id: str) -> int:
         """Delete every item of one user of one tenant (every agent, session and task),
         then move the WAL's pages into the zeroed file and truncate it."""
         with self._write() as conn:
-            cursor = conn.execute(
-                "DELETE FROM working_items WHERE tenant_id = ? AND user_id = ?",
-                (tenant_id, user_id),
-            )
+            cond, params = _subject(tenant_id, user_id)
+            cursor = conn.execute(f"DELETE FROM working_items WHERE {cond}", params)
             erased = cursor.rowcount
         self._checkpoint()
         return erased
@@ -232,9 +245,9 @@ class SQLiteWorking:
     def subject_residue(self, tenant_id: str, user_id: str) -> int:
         """Rows of that user still in the table, expired or not."""
         with self._lock:
+            cond, params = _subject(tenant_id, user_id)
             (count,) = self._conn.execute(
-                "SELECT count(*) FROM working_items WHERE tenant_id = ? AND user_id = ?",
-                (tenant_id, user_id),
+                f"SELECT count(*) FROM working_items WHERE {cond}", params
             ).fetchone()
         return int(count)
 
