@@ -22,7 +22,7 @@ $(TEST_VENV)/.ok: pyproject.toml $(LOCK)
 	touch $@
 
 run: $(RUN_VENV)/.ok
-	rm -f engram-quickstart.db engram-quickstart.db-wal engram-quickstart.db-shm
+	rm -f engram-quickstart.db engram-quickstart.db-wal engram-quickstart.db-shm engram-quickstart.db-working*
 	HF_HUB_OFFLINE=1 $(RUN_VENV)/bin/engram --db $(DB) --embedder local quickstart
 
 test: $(TEST_VENV)/.ok

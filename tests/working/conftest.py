@@ -30,6 +30,15 @@ def missing(reason: str) -> None:
     pytest.skip(reason)
 
 
+@pytest.fixture
+def redis_py() -> None:
+    """redis-py must be importable (the ``redis`` extra); no server is needed."""
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        missing("redis-py is not installed (pip install 'engram[redis]')")
+
+
 def redis_client() -> object:
     """A client of the test Redis, or skip/fail with the reason it is missing."""
     try:

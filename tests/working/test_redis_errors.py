@@ -29,7 +29,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def private_redis() -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+def private_redis(redis_py: None) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     """A redis-server of this test's own, with a password, on a free loopback port."""
     binary = shutil.which("redis-server")
     if binary is None:
@@ -49,7 +49,7 @@ def private_redis() -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     proc.wait()
 
 
-def test_an_unreachable_server_is_unavailable_naming_host_not_password() -> None:
+def test_an_unreachable_server_is_unavailable_naming_host_not_password(redis_py: None) -> None:
     port = _free_port()  # nothing listens there
     url = f"redis://user:{SECRET}@127.0.0.1:{port}/0"
     with pytest.raises(Unavailable) as caught:
