@@ -107,8 +107,9 @@ class Engram:
     ) -> Engram:
         """Open (creating if needed) the store at ``url`` with the given embedder.
 
-        ``working`` is where working memory lives: None or ``"sqlite"`` (the store's
-        SQLite file) or a ``redis://`` URL (an unreachable server is ``Unavailable``)."""
+        ``working`` is where working memory lives: None or ``"sqlite"`` (a SQLite file
+        beside the store's, ``<path>-working``) or a ``redis://`` URL (an unreachable
+        server is ``Unavailable``)."""
         if not isinstance(url, str) or not url or len(url) > _MAX_URL or not url.isprintable():
             raise InvalidArgument("url must be a non-empty string such as sqlite:///engram.db")
         if config is not None and not isinstance(config, Config):
@@ -117,17 +118,20 @@ class Engram:
             raise InvalidArgument("clock must have a now() method (an engram.Clock)")
         config = config or Config()
         store = SQLiteStore(sqlite_path(url), config.store)
+        scratch: WorkingStore | None = None
         try:
-            busy_ms = config.store.busy_timeout_ms
-            scratch = open_working(working, store.path, config.working, busy_ms)
+            scratch = open_working(working, store.path, config.working,
+                                   config.store.busy_timeout_ms)  # fmt: skip
             return cls(store, create_embedder(embedder, **embedder_options), config, clock,
                        scratch)  # fmt: skip
         except BaseException:
+            if scratch is not None:
+                scratch.close()
             store.close()
             raise
 
     def close(self) -> None:
-        """Flush usage counters and traces, then release the store."""
+        """Flush usage counters and traces, then release the store and working memory."""
         self._usage.close()
         self.store.close()
         self.working_store.close()
