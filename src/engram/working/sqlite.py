@@ -3,9 +3,9 @@
 ``Engram.open("sqlite:///engram.db")`` keeps working memory in
 ``engram.db-working`` (``working_path``). Not in the records' file: SQLite admits
 one writer per file, and a working write queued behind a bulk ``remember_many``
-chunk or an index rebuild waited 236 ms at p95 (``benchmarks/working.py``),
-almost five times the 50 ms target; in a file of its own it waits for no record
-transaction (5 ms). This module owns the file's one table, ``working_items``: its DDL
+chunk or an index rebuild waited 188-360 ms at p95 (``benchmarks/working.py``),
+four to seven times the 50 ms target; in a file of its own it waits for no
+record transaction (2-5 ms). This module owns the file's one table, ``working_items``: its DDL
 is applied here, by name, and recorded in ``working_migrations``.
 ``:memory:`` gets a private in-memory database.
 
