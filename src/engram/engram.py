@@ -43,6 +43,7 @@ from engram.store.audit import AuditReport
 from engram.store.contract import Listing
 from engram.store.open import Backend, open_store
 from engram.store.predicate import Visibility
+from engram.store.sqlite import SQLiteStore
 from engram.types import (
     Authority,
     Record,
@@ -54,6 +55,10 @@ from engram.types import (
     as_seen,
     parse_enum,
 )
+from engram.working import ScopedWorking, WorkingMemory, WorkingStore, open_working, scope_for
+from engram.working import erasure as working_erasure
+from engram.working.recall import live_records
+from engram.working.sqlite import SQLiteWorking
 from engram.write import corrections
 from engram.write.batch import actor, proposal_item, stage, write_chunk
 from engram.write.commit import Owner
@@ -75,10 +80,11 @@ class Engram:
 
     def __init__(
         self, store: Backend, embedder: Embedder, config: Config | None = None,
-        clock: Clock | None = None,
+        clock: Clock | None = None, working: WorkingStore | None = None,
     ) -> None:  # fmt: skip
         self.config = config or Config()
         self.store = store
+        self.working_store = working or SQLiteWorking(":memory:", self.config.working)
         self.embedder = embedder
         self.clock: Clock = clock or SystemClock()
         self._writer = WritePath(store, embedder, self.config)
@@ -95,11 +101,16 @@ class Engram:
         embedder: str | Embedder = "local",
         config: Config | None = None,
         clock: Clock | None = None,
+        working: str | WorkingStore | None = None,
         **embedder_options: Any,
     ) -> Engram:
         """Open (creating if needed) the store at ``url`` with the given embedder:
         ``sqlite:///path``, ``sqlite://:memory:`` or ``postgresql://...``
-        (``engram.store.open.open_store``)."""
+        (``engram.store.open.open_store``).
+
+        ``working`` is where working memory lives: None or ``"sqlite"`` (a SQLite file
+        beside the store's, ``<path>-working``; a server store has none, so it needs a
+        ``redis://`` URL) or a ``redis://`` URL (an unreachable server is ``Unavailable``)."""
         if not isinstance(url, str) or not url or len(url) > _MAX_URL or not url.isprintable():
             raise InvalidArgument("url must be a non-empty string such as sqlite:///engram.db")
         if config is not None and not isinstance(config, Config):
@@ -108,12 +119,24 @@ class Engram:
             raise InvalidArgument("clock must have a now() method (an engram.Clock)")
         config = config or Config()
         store = open_store(url, config.store)
-        return cls(store, create_embedder(embedder, **embedder_options), config, clock)
+        scratch: WorkingStore | None = None
+        try:
+            path = store.path if isinstance(store, SQLiteStore) else None
+            scratch = open_working(working, path, config.working,
+                                   config.store.sqlite.busy_timeout_ms)  # fmt: skip
+            return cls(store, create_embedder(embedder, **embedder_options), config, clock,
+                       scratch)  # fmt: skip
+        except BaseException:
+            if scratch is not None:
+                scratch.close()
+            store.close()
+            raise
 
     def close(self) -> None:
-        """Flush usage counters and traces, then release the store."""
+        """Flush usage counters and traces, then release the store and working memory."""
         self._usage.close()
         self.store.close()
+        self.working_store.close()
 
     def __enter__(self) -> Engram:
         return self
@@ -259,8 +282,17 @@ class Engram:
     def erase_subject(self, tenant_id: str, user_id: str) -> forgetting.ErasureReceipt:
         """Administrative erasure of one user's every record, vector, trace and derived copy."""
         scope = resolve(Context(tenant_id=tenant_id, user_id=user_id))
-        return forgetting.erase_subject(self.store, scope.tenant_id, scope.user_id,
-                                        self._now(None), self._usage)  # fmt: skip
+        return working_erasure.erase_subject(
+            self.working_store, scope.tenant_id, scope.user_id,
+            lambda: forgetting.erase_subject(self.store, scope.tenant_id, scope.user_id,
+                                             self._now(None), self._usage))  # fmt: skip
+
+    def working(self, ctx: Context, kind: str | None = None) -> WorkingMemory:
+        """Working memory of the caller's task (``kind="task"``) or session
+        (``"session"``); by default the task when ``ctx`` names one, else the session.
+        Items expire by themselves; recall shows those of the caller's task and session."""
+        scope = scope_for(resolve(ctx), kind)
+        return ScopedWorking(self.working_store, scope, self.config.working, self.clock)
 
     # -- reads ---------------------------------------------------------------------
 
@@ -283,7 +315,9 @@ class Engram:
                                  lambda layout: self._minimum_tokens(layout, scope))  # fmt: skip
         when = self._now(now)
         request = Request(scope, query, intent, chosen, when,
-                          None if as_of is None else require_aware(as_of, "as_of"))  # fmt: skip
+                          None if as_of is None else require_aware(as_of, "as_of"),
+                          lambda n: live_records(self.working_store, scope, self.config, when,
+                                                 n))  # fmt: skip
         epoch = self._usage.epoch  # usage of a recall an erasure overtakes is dropped
         result = run_pipeline(request, self.store, self.embedder, self.config, self.token_counter)
         vis = Visibility.of(scope)

@@ -13,7 +13,8 @@ when they do not care that it came from Engram.
     ├── Forbidden (PermissionError)        the caller may not do this
     ├── StoreError                         the database failed or is unusable
     │   ├── MigrationError                 the schema could not be brought up to date
-    │   └── IndexMismatch                  stored vectors come from another embedder
+    │   ├── IndexMismatch                  stored vectors come from another embedder
+    │   └── Unavailable                    a server (Redis, PostgreSQL) cannot be reached
     ├── EmbeddingError                     the embedder failed or is not installed
     └── PartialWrite                       a chunked bulk write failed part-way
 
@@ -35,6 +36,7 @@ __all__ = [
     "NotFound",
     "PartialWrite",
     "StoreError",
+    "Unavailable",
 ]
 
 
@@ -78,6 +80,12 @@ class MigrationError(StoreError):
 
 class IndexMismatch(StoreError):
     """Vector search was refused because stored vectors come from another model."""
+
+
+class Unavailable(StoreError):
+    """A server the deployment depends on cannot be reached or refused the connection.
+
+    The message names the host and port, never a password from the URL."""
 
 
 class EmbeddingError(EngramError):

@@ -13,11 +13,13 @@ EXPECTED = [
     "EmbeddingError", "Engram", "EngramError", "Forbidden", "FrozenClock", "IncompleteIdentity",
     "IndexMismatch", "InvalidArgument", "MigrationError", "NotFound", "Operation", "PartialWrite",
     "Record", "Retention", "Scope", "Sensitivity", "Source", "SourceKind", "Status", "StoreError",
-    "SystemClock", "Tier", "Turn", "TypePolicy", "WriteResult",
+    "SystemClock", "Tier", "Turn", "TypePolicy", "Unavailable", "WorkingConfig", "WorkingItem",
+    "WorkingMemory", "WriteResult",
 ]  # fmt: skip
 
 SPEC_METHODS = ["open", "remember", "recall", "get", "list", "history", "correct", "retract",
-                "forget", "erase_subject", "export", "import_records", "close"]  # fmt: skip
+                "forget", "erase_subject", "export", "import_records", "close",
+                "working"]  # fmt: skip
 
 
 def test_all_is_the_expected_explicit_list() -> None:

@@ -337,6 +337,7 @@ PUBLIC_CALLS: dict[str, Callable[[Engram, Context], object]] = {
     "remember_global": lambda m, c: m.remember_global(c.tenant_id, "Rule."),  # type: ignore[arg-type]
     "trace": lambda m, c: m.trace(c, "no-such-trace"),
     "observe": lambda m, c: m.observe(c, [Turn("user", "I prefer dark mode in my editor.")]),
+    "working": lambda m, c: m.working(c).set("step", 1),
 }
 
 

@@ -73,6 +73,7 @@ class ErasureReceipt:
     failed: tuple[str, ...] = ()
     scanned: int = 0
     short: int = 0
+    working: int = 0  # working-memory items erased (``engram.working.erasure``)
 
 
 @dataclass(frozen=True, slots=True)

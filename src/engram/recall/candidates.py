@@ -3,7 +3,8 @@
 Channels (all under the scope predicate, inside the storage query):
 
 * ``key``: keyed records of structured types (exact, deterministic lookup);
-* ``working``: task state of the caller's task and session;
+* ``working``: the live working memory (``engram.working``) and the stored task
+  state of the caller's task and session, live items first;
 * ``lexical``: BM25 over in-memory postings;
 * ``vector``: exact cosine over the caller's vector partitions;
 * ``context``: the episodes observed just before and after the best episodic
@@ -21,6 +22,7 @@ and decode a record two channels found once.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -43,6 +45,7 @@ from engram.store.contract import (
     VectorProbe,
 )
 from engram.store.predicate import Visibility
+from engram.types import Record
 
 __all__ = ["Sources", "gather"]
 
@@ -56,6 +59,7 @@ class Sources:
     query_vector: NDArray[np.float32] | None
     model: str
     vector_error: str | None = None
+    working: Callable[[int], Sequence[Record]] | None = None  # live working items (by limit)
 
 
 def _probe(name: str, plan: Plan, src: Sources, config: RecallConfig) -> Probe | str | None:
@@ -102,7 +106,30 @@ def _run_channels(plan: Plan, src: Sources, config: RecallConfig, trace: Trace) 
         else:
             hits[name] = answer
             reports[name].count = len(answer)
+    if "working" in hits and src.working is not None:
+        _add_live_working(hits, plan, src, config, reports["working"])
     return hits
+
+
+def _add_live_working(
+    hits: dict[str, Hits], plan: Plan, src: Sources, config: RecallConfig, report: ChannelReport
+) -> None:
+    """Put the caller's live working items (``engram.working``) ahead of stored task
+    state in the working channel; an unreachable working store fails only this channel."""
+    types = {t for t in plan.types if t in config.working_types}
+    if not types or src.working is None:
+        return
+    limit = plan.limits["working"]
+    start = time.perf_counter()
+    try:
+        live = [(r, 1.0) for r in src.working(limit) if r.type in types]
+    except EngramError as exc:
+        report.error = type(exc).__name__
+        return
+    finally:
+        report.ms += (time.perf_counter() - start) * 1000
+    hits["working"] = [*live, *hits["working"]][:limit]
+    report.count = len(hits["working"])
 
 
 def gather(plan: Plan, src: Sources, config: RecallConfig, trace: Trace) -> list[Candidate]:

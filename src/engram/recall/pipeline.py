@@ -5,7 +5,7 @@ each one and records its sizes in the trace, so no stage writes tracing code.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -39,6 +39,7 @@ from engram.recall.trace import StageReport, Trace
 from engram.scope import Scope
 from engram.store.contract import Store
 from engram.store.predicate import Visibility
+from engram.types import Record
 
 __all__ = ["STAGES", "Request", "run"]
 
@@ -53,6 +54,7 @@ class Request:
     budget: Budget
     now: datetime
     as_of: datetime | None
+    working: Callable[[int], Sequence[Record]] | None = None  # live working items, newest first
 
 
 @dataclass(slots=True)
@@ -99,7 +101,8 @@ def _query_vector(s: _State) -> tuple[NDArray[np.float32] | None, str | None]:
 
 def _candidates(s: _State) -> None:
     vector, error = _query_vector(s)
-    src = Sources(s.store, Visibility.of(s.request.scope), vector, s.embedder.model_id, error)
+    src = Sources(s.store, Visibility.of(s.request.scope), vector, s.embedder.model_id, error,
+                  s.request.working)  # fmt: skip
     s.candidates = gather(s.the_plan, src, s.config.recall, s.trace)
 
 

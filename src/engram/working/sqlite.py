@@ -1,0 +1,262 @@
+"""Working memory for the embedded store: a SQLite file of its own beside the records.
+
+``Engram.open("sqlite:///engram.db")`` keeps working memory in
+``engram.db-working`` (``working_path``). Not in the records' file: SQLite admits
+one writer per file, and a working write queued behind a bulk ``remember_many``
+chunk or an index rebuild waited 188-360 ms at p95 (``benchmarks/working.py``),
+four to seven times the 50 ms target; in a file of its own it waits for no
+record transaction (2-5 ms). This module owns the file's one table, ``working_items``: its DDL
+is applied here, by name, and recorded in ``working_migrations``.
+``:memory:`` gets a private in-memory database.
+
+Every ownership condition is rendered by the scope predicate
+(``engram.store.predicate``): ``OwnerSlot`` for one scope, ``Subject`` for an
+erasure. Time comes from the injected clock: an item is live while ``now <
+expires_at``; an expired item is never returned, and is deleted lazily: each
+write purges its own scope, and at most every ``purge_interval_seconds`` one
+write purges every scope. ``secure_delete`` zeroes what a delete frees, as in
+the record store, and erasing a subject then checkpoints the WAL into the file
+and truncates it, so an erased value leaves no bytes behind.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from engram.errors import InvalidArgument, MigrationError, StoreError
+from engram.store.predicate import NO_AGENT, OwnerSlot, Subject
+from engram.working.base import WorkingItem, WorkingScope
+from engram.working.config import WorkingConfig
+
+__all__ = ["SQLiteWorking", "working_path"]
+
+_ITEMS = """
+CREATE TABLE working_items (
+    tenant_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,  -- '' for no agent (an agent id is never empty)
+    scope TEXT NOT NULL CHECK (scope LIKE 'session:_%' OR scope LIKE 'task:_%'),
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    set_at INTEGER NOT NULL,  -- microseconds since the Unix epoch, UTC
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, user_id, agent_id, scope, key)
+) WITHOUT ROWID;
+CREATE INDEX working_items_expiry ON working_items (expires_at);
+"""
+# Named, append-only: never edit a shipped entry; add one.
+MIGRATIONS: tuple[tuple[str, str], ...] = (("w0001_items", _ITEMS),)
+
+_UPSERT = (
+    "INSERT INTO working_items VALUES (:slot_tenant, :slot_user, :slot_agent, :slot_scope, "
+    ":key, :value, :set_at, :expires_at) "
+    "ON CONFLICT (tenant_id, user_id, agent_id, scope, key) "
+    "DO UPDATE SET value = excluded.value, set_at = excluded.set_at, "
+    "expires_at = excluded.expires_at"
+)
+_TABLE = "working_items"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICRO = timedelta(microseconds=1)
+
+
+def working_path(store_path: str) -> str:
+    """The working-memory file that goes with a record store's SQLite file."""
+    return store_path if store_path in ("", ":memory:") else f"{store_path}-working"
+
+
+def _us(when: datetime) -> int:
+    return (when - _EPOCH) // _MICRO
+
+
+def _at(micros: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=micros)
+
+
+def _slot(scope: WorkingScope, **more: object) -> tuple[str, dict[str, Any]]:
+    """The scope's condition, rendered by the scope predicate (``OwnerSlot``: exactly
+    this tenant, user, agent and ``session:<id>`` / ``task:<id>``), and its parameters
+    with ``more`` added."""
+    slot = OwnerSlot(scope.tenant_id, scope.user_id, scope.agent_id or NO_AGENT, scope.scope)
+    text, params = slot.sql(_TABLE)
+    return text, {**params, **more}
+
+
+def _subject(tenant_id: str, user_id: str) -> tuple[str, dict[str, Any]]:
+    """Every item of one user of one tenant, rendered by the scope predicate."""
+    return Subject(tenant_id, user_id).sql(_TABLE)
+
+
+class SQLiteWorking:
+    """``WorkingStore`` on a SQLite file (the embedded default)."""
+
+    def __init__(self, path: str, config: WorkingConfig | None = None,
+                 busy_timeout_ms: int = 5000) -> None:  # fmt: skip
+        self.config = config or WorkingConfig()
+        self.path = path
+        self._lock = threading.Lock()
+        self._next_purge = 0
+        try:
+            self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            if path != ":memory:":
+                self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute("PRAGMA secure_delete = ON")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open working memory at {path!r}: {exc}") from exc
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Apply the pending entries of ``MIGRATIONS`` in one transaction."""
+        with self._write() as conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS working_migrations "
+                         "(name TEXT PRIMARY KEY, at TEXT)")  # fmt: skip
+            done = {row[0] for row in conn.execute("SELECT name FROM working_migrations")}
+            for name, script in MIGRATIONS:
+                if name in done:
+                    continue
+                try:
+                    for statement in (part for part in script.split(";") if part.strip()):
+                        conn.execute(statement)
+                except sqlite3.Error as exc:
+                    raise MigrationError(f"working migration {name} failed: {exc}") from exc
+                conn.execute("INSERT INTO working_migrations VALUES (?, datetime('now'))", (name,))
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE: concurrent writers queue, none
+        reads a count another is about to change)."""
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise StoreError(f"working memory: SQLite error: {exc}") from exc
+            try:
+                yield self._conn
+                self._conn.execute("COMMIT")
+            except BaseException as exc:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(f"working memory: SQLite error: {exc}") from exc
+                raise
+
+    def _read(self, sql: str, params: dict[str, Any]) -> list[tuple[str, str, int, int]]:
+        with self._lock:
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"working memory: SQLite error: {exc}") from exc
+
+    def _purge(self, conn: sqlite3.Connection, scope: WorkingScope, now_us: int) -> None:
+        """Delete the scope's expired items, and now and then every scope's."""
+        cond, params = _slot(scope, now=now_us)
+        conn.execute(f"DELETE FROM working_items WHERE {cond} AND expires_at <= :now", params)
+        if now_us >= self._next_purge:
+            conn.execute("DELETE FROM working_items WHERE expires_at <= :now", {"now": now_us})
+            self._next_purge = now_us + int(self.config.purge_interval_seconds * 1_000_000)
+
+    def put(self, scope: WorkingScope, key: str, value: str, ttl: timedelta,
+            now: datetime) -> WorkingItem:  # fmt: skip
+        """Set ``key`` until ``now + ttl``; refused when the scope is full."""
+        now_us, end_us = _us(now), _us(now + ttl)
+        with self._write() as conn:
+            self._purge(conn, scope, now_us)
+            cond, params = _slot(scope, key=key, value=value, set_at=now_us, expires_at=end_us)
+            exists = conn.execute(f"SELECT 1 FROM working_items WHERE {cond} AND key = :key",
+                                  params).fetchone()  # fmt: skip
+            if exists is None:
+                (count,) = conn.execute(f"SELECT count(*) FROM working_items WHERE {cond}",
+                                        params).fetchone()  # fmt: skip
+                if count >= self.config.max_items:
+                    raise InvalidArgument(
+                        f"this {scope.kind}'s working memory holds {count} items, the limit; "
+                        "delete or clear some first"
+                    )
+            conn.execute(_UPSERT, params)
+        return WorkingItem(key, json.loads(value), _at(now_us), _at(end_us), scope)
+
+    def fetch(self, scope: WorkingScope, key: str, now: datetime) -> WorkingItem | None:
+        """The item under ``key`` if it is live at ``now``."""
+        cond, params = _slot(scope, key=key, now=_us(now))
+        rows = self._read(f"SELECT key, value, set_at, expires_at FROM working_items WHERE "
+                          f"{cond} AND key = :key AND expires_at > :now", params)  # fmt: skip
+        return _item(rows[0], scope) if rows else None
+
+    def items(self, scope: WorkingScope, now: datetime) -> list[WorkingItem]:
+        """The scope's live items, most recently set first (then by key)."""
+        cond, params = _slot(scope, now=_us(now))
+        rows = self._read(f"SELECT key, value, set_at, expires_at FROM working_items WHERE "
+                          f"{cond} AND expires_at > :now ORDER BY set_at DESC, key",
+                          params)  # fmt: skip
+        return [_item(row, scope) for row in rows]
+
+    def remove(self, scope: WorkingScope, key: str, now: datetime) -> bool:
+        """Delete ``key``; True when it was live."""
+        with self._write() as conn:
+            cond, params = _slot(scope, key=key)
+            cursor = conn.execute(
+                f"DELETE FROM working_items WHERE {cond} AND key = :key RETURNING expires_at",
+                params,
+            )
+            return any(end > _us(now) for (end,) in cursor.fetchall())
+
+    def clear(self, scope: WorkingScope, now: datetime) -> int:
+        """Delete the scope's items; the number that were live."""
+        with self._write() as conn:
+            cond, params = _slot(scope)
+            cursor = conn.execute(f"DELETE FROM working_items WHERE {cond} RETURNING expires_at",
+                                  params)  # fmt: skip
+            return sum(1 for (end,) in cursor.fetchall() if end > _us(now))
+
+    def erase_subject(self, tenant_id: str, user_id: str) -> int:
+        """Delete every item of one user of one tenant (every agent, session and task),
+        then move the WAL's pages into the zeroed file and truncate it."""
+        with self._write() as conn:
+            cond, params = _subject(tenant_id, user_id)
+            cursor = conn.execute(f"DELETE FROM working_items WHERE {cond}", params)
+            erased = cursor.rowcount
+        self._checkpoint()
+        return erased
+
+    def _checkpoint(self, attempts: int = 5) -> None:
+        """``wal_checkpoint(TRUNCATE)``, retried while another connection reads;
+        ``StoreError`` when the WAL could not be emptied (it may hold erased bytes)."""
+        if self.path in ("", ":memory:"):
+            return
+        for attempt in range(attempts):
+            with self._lock:
+                busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if busy == 0:
+                return
+            time.sleep(0.01 * (attempt + 1))
+        raise StoreError(
+            f"working memory: the WAL of {self.path!r} could not be checkpointed "
+            "after an erasure; run erase_subject again when readers are idle"
+        )
+
+    def subject_residue(self, tenant_id: str, user_id: str) -> int:
+        """Rows of that user still in the table, expired or not."""
+        with self._lock:
+            cond, params = _subject(tenant_id, user_id)
+            (count,) = self._conn.execute(
+                f"SELECT count(*) FROM working_items WHERE {cond}", params
+            ).fetchone()
+        return int(count)
+
+    def close(self) -> None:
+        """Close the connection; the working memory is unusable afterwards."""
+        with self._lock:
+            self._conn.close()
+
+
+def _item(row: tuple[str, str, int, int], scope: WorkingScope) -> WorkingItem:
+    key, value, set_at, expires_at = row
+    return WorkingItem(key, json.loads(value), _at(set_at), _at(expires_at), scope)
