@@ -13,7 +13,7 @@ from tests.conftest import T0
 from tests.working.conftest import OpenWorking
 
 from engram import Config, Context, Engram, FrozenClock, InvalidArgument
-from engram.config import StoreConfig
+from engram.config import SQLiteConfig, StoreConfig
 
 CTX = Context(tenant_id="acme", user_id="u1", agent_id="coder", session_id="s1", task_id="t1")
 
@@ -185,7 +185,7 @@ def test_a_sqlite_working_write_never_waits_for_a_record_transaction(
 ) -> None:
     """Working memory has its own file: a record transaction holding the store's write
     lock (a bulk chunk, an index rebuild) does not delay it."""
-    config = Config(store=StoreConfig(busy_timeout_ms=100))
+    config = Config(store=StoreConfig(sqlite=SQLiteConfig(busy_timeout_ms=100)))
     mem = open_mem(f"sqlite:///{tmp_path}/own.db", config=config)
     other = open_mem(f"sqlite:///{tmp_path}/own.db", config=config)
     assert Path(f"{tmp_path}/own.db-working").exists()
