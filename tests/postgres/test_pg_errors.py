@@ -168,3 +168,16 @@ def _unit() -> Any:
 
     v = np.ones(384, dtype=np.float32)
     return v / np.linalg.norm(v)
+
+
+def test_the_migrate_command_applies_then_reports_up_to_date(
+    pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engram.store.postgres.__main__ import main
+
+    assert main(["migrate", pg_url]) == 0
+    assert "applied 0003_records" in capsys.readouterr().out
+    assert main(["migrate", pg_url]) == 0
+    assert capsys.readouterr().out.strip() == "up to date"
+    assert main(["migrate", f"postgresql://x:{SECRET}@127.0.0.1:1/db"]) == 2
+    assert SECRET not in capsys.readouterr().err

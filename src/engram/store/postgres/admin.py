@@ -14,10 +14,12 @@ Differences from the SQLite store, each because PostgreSQL is a server:
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 from numpy.typing import NDArray
 
+from engram.errors import StoreError
 from engram.store import erasure, lexicon
 from engram.store.dialect import POSTGRES
 from engram.store.postgres import sql, traces
@@ -51,6 +53,21 @@ def update_query(record: Record, embedding: NDArray[np.float32] | None = None) -
 
 class Admin(AuditLog):
     """Administration over the session's connections (``Maintenance``)."""
+
+    @contextmanager
+    def _unlimited(self, doing: str) -> Iterator[Conn]:
+        """A connection without the statement timeout for the block (an index build or
+        a ``VACUUM`` of a large table outlasts any request's limit), restored after."""
+        with self.connection(doing) as conn:
+            conn.execute("SELECT set_config('statement_timeout', '0', false)")
+            try:
+                yield conn
+            finally:
+                if not conn.closed:
+                    conn.execute(
+                        "SELECT set_config('statement_timeout', %(t)s, false)",
+                        {"t": str(self.config.statement_timeout_ms)},
+                    )
 
     # -- vectors and meta -----------------------------------------------------------
 
@@ -180,11 +197,13 @@ class Admin(AuditLog):
         wanted = erasure.windows(strings)
         if self.in_transaction:
             return erasure.Scrub(("vacuum",), ("vacuum",), wanted.strings, wanted.short)
-        failed: list[str] = []
-        with self.connection("vacuum") as conn:
-            for table in _VACUUMED:
-                conn.execute(f"VACUUM {table}")
-        return erasure.Scrub(("vacuum",), tuple(failed), wanted.strings, wanted.short)
+        try:
+            with self._unlimited("vacuum") as conn:
+                for table in _VACUUMED:
+                    conn.execute(f"VACUUM {table}")
+        except StoreError:
+            return erasure.Scrub(("vacuum",), ("vacuum",), wanted.strings, wanted.short)
+        return erasure.Scrub(("vacuum",), (), wanted.strings, wanted.short)
 
     # -- derived indexes ----------------------------------------------------------
 
@@ -194,7 +213,7 @@ class Admin(AuditLog):
         wanted = self.config.text_search
         if wanted == self.text_config:
             return
-        with self.transaction(), self.connection("rebuilding the lexical index") as conn:
+        with self._unlimited("rebuilding the lexical index") as conn, conn.transaction():
             conn.execute("ALTER TABLE records DROP COLUMN lexemes")
             conn.execute(
                 "ALTER TABLE records ADD COLUMN lexemes tsvector GENERATED ALWAYS AS"
@@ -227,7 +246,7 @@ class Admin(AuditLog):
 
     def reset_vectors(self) -> None:
         """Delete every vector and forget the model (before a rebuild)."""
-        with self.transaction(), self.connection("resetting vectors") as conn:
+        with self._unlimited("resetting vectors") as conn, conn.transaction():
             for statement, params in vector_sql.reset_statements():
                 conn.execute(statement, params)
 
@@ -246,7 +265,7 @@ class Admin(AuditLog):
     def rebuild_vector_index(self) -> None:
         """Drop and build the HNSW index in one pass (after a bulk load: one build
         is much faster than inserting row by row into an existing index)."""
-        with self.connection("building the vector index") as conn:
+        with self._unlimited("building the vector index") as conn:
             if self._vector_meta(conn)[1] is None:
                 return
             conn.execute(
