@@ -248,6 +248,7 @@ def main(argv: list[str]) -> None:
     args = parser.parse_args(argv[1:])
     config = PostgresConfig(maintenance_work_mem="4GB", statement_timeout_ms=0)
     efs = args.ef_search or [config.hnsw_ef_search]
+    facts = machine(argv)  # at the start: its load average is the one before the runs
     url = _server_url()
     runs = [run_size(size, args.queries, url, config, efs) for size in args.size or [100_000]]
     rows = [
@@ -267,7 +268,7 @@ def main(argv: list[str]) -> None:
     settings = {"hnsw_m": config.hnsw_m, "hnsw_ef_construction": config.hnsw_ef_construction,
                 "hnsw_ef_search": efs, "iterative_scan": "relaxed_order",
                 "hnsw_max_scan_tuples": config.hnsw_max_scan_tuples}  # fmt: skip
-    payload = {"benchmark": "pg_vectors", "machine": machine(argv), "settings": settings,
+    payload = {"benchmark": "pg_vectors", "machine": facts, "settings": settings,
                "runs": runs}  # fmt: skip
     write_results(args.out, payload)
 
