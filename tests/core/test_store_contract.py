@@ -58,11 +58,11 @@ def test_backend_settings_are_checked() -> None:
     with pytest.raises(ConfigError):
         SQLiteConfig(synchronous="sometimes")
     with pytest.raises(ConfigError):
-        PostgresConfig(pool_min=4, pool_max=2)
+        PostgresConfig(min_connections=4, max_connections=2)
     with pytest.raises(ConfigError):
         PostgresConfig(hnsw_m=16, hnsw_ef_construction=8)
     with pytest.raises(ConfigError):
-        PostgresConfig(text_search="klingon")
+        PostgresConfig(text_search="no such; config")
 
 
 def test_keyed_and_deduplicated_writes_lock_their_slot_before_reading_it(

@@ -1,0 +1,5 @@
+"""Settings of the PostgreSQL store: ``StoreConfig.postgres`` (``engram.store.config``)."""
+
+from engram.store.config import PostgresConfig
+
+__all__ = ["PostgresConfig"]

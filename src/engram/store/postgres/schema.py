@@ -1,0 +1,176 @@
+"""Named, append-only PostgreSQL migrations. Never edit a shipped one; add a new one.
+
+The same record model as the SQLite schema (``engram.store.schema``): times are
+integer microseconds since the epoch (``bigint``), "no user" and "any agent" are
+``''``, JSON-valued columns are text, so ``engram.store.rows`` converts rows for
+both backends. What differs:
+
+* Every table's primary key, unique constraint and B-tree index leads with
+  ``tenant_id``, so the schema distributes on Citus by tenant unchanged (the
+  record id is unique per tenant: ids are ULIDs). Two tables are global and
+  small (``engram_meta``, ``engram_migrations``): Citus reference tables. The
+  GIN (``lexemes``) and HNSW (``embedding``) indexes are single-column by
+  nature; on Citus each shard holds its own.
+* The lexical index is a generated ``tsvector`` column over ``content`` with a
+  GIN index; its text search configuration is chosen when the schema is made
+  and remembered in ``engram_meta`` (``text_search_config``).
+* Vectors live in ``records.embedding`` (no second table to join under the scope
+  predicate). Its dimension and the HNSW index are set by the first write that
+  carries a vector (``PostgresStore`` claims the model), as SQLite remembers the
+  model in ``meta``.
+* The audit log is one hash chain per tenant: ``audit_heads`` holds each
+  chain's last sequence number and hash, and an append locks that row, so
+  writers of one tenant append in turn and other tenants never wait. A trigger
+  refuses updates, deletes and truncation of ``audit``.
+* ``forgotten`` keeps the ids of deleted records; the store refuses a new
+  version of one (the SQLite trigger of migration 0013, done in the statement
+  that inserts, so it holds on Citus too).
+* At most one active, uncontested version per (tenant, user, agent, scope, key):
+  a unique partial index, as SQLite's migration 0014.
+"""
+
+from __future__ import annotations
+
+__all__ = ["TEXT_CONFIG_KEY", "VECTOR_DIM_KEY", "VECTOR_MODEL_KEY", "migrations"]
+
+VECTOR_MODEL_KEY = "vector_model"
+VECTOR_DIM_KEY = "vector_dimension"
+TEXT_CONFIG_KEY = "text_search_config"
+
+_EXTENSION = "CREATE EXTENSION IF NOT EXISTS vector"
+
+_META = "CREATE TABLE engram_meta (key text PRIMARY KEY, value text NOT NULL)"
+
+_RECORDS = """
+CREATE TABLE records (
+    tenant_id text NOT NULL,
+    id text NOT NULL,
+    user_id text NOT NULL,
+    agent_id text NOT NULL,
+    scope text NOT NULL,
+    tier text NOT NULL,
+    type text NOT NULL,
+    key text,
+    value text,
+    content text NOT NULL,
+    content_hash text NOT NULL,
+    authority text NOT NULL,
+    confidence double precision NOT NULL CHECK (confidence >= 0 AND confidence <= 1),
+    source_kind text NOT NULL,
+    source_ref text,
+    derived_from text NOT NULL DEFAULT '[]',
+    observed_at bigint NOT NULL,
+    valid_from bigint,
+    valid_to bigint,
+    created_at bigint NOT NULL,
+    updated_at bigint NOT NULL,
+    status text NOT NULL,
+    version integer NOT NULL,
+    supersedes text,
+    superseded_by text,
+    contested_with text,
+    sensitivity text NOT NULL,
+    purpose text,
+    consent_basis text,
+    retention text NOT NULL,
+    expires_at bigint,
+    importance double precision NOT NULL,
+    access_count integer NOT NULL DEFAULT 0,
+    last_accessed_at bigint,
+    private smallint NOT NULL,
+    embedding_model text,
+    embedding vector,
+    PRIMARY KEY (tenant_id, id),
+    CHECK ((user_id = '') = (scope = 'global')),
+    CHECK (valid_to IS NULL OR valid_from IS NULL OR valid_from <= valid_to)
+);
+CREATE INDEX records_recent ON records (tenant_id, user_id, observed_at);
+CREATE INDEX records_created ON records (tenant_id, user_id, created_at);
+CREATE INDEX records_key ON records (tenant_id, user_id, key, scope) WHERE key IS NOT NULL;
+CREATE INDEX records_hash ON records (tenant_id, user_id, content_hash);
+CREATE INDEX records_type ON records (tenant_id, user_id, type, observed_at);
+CREATE INDEX records_keyed ON records (tenant_id, user_id, type, observed_at)
+    WHERE key IS NOT NULL;
+CREATE INDEX records_expiry ON records (tenant_id, expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX records_derived ON records (tenant_id) WHERE derived_from <> '[]';
+CREATE INDEX records_supersedes ON records (tenant_id, supersedes) WHERE supersedes IS NOT NULL;
+CREATE INDEX records_contested ON records (tenant_id, contested_with)
+    WHERE contested_with IS NOT NULL;
+CREATE UNIQUE INDEX records_one_active ON records (tenant_id, user_id, agent_id, scope, key)
+    WHERE key IS NOT NULL AND status = 'active' AND contested_with IS NULL;
+CREATE TABLE forgotten (tenant_id text NOT NULL, id text NOT NULL, PRIMARY KEY (tenant_id, id));
+"""
+
+# The configuration name is checked by ``PostgresConfig`` (a plain identifier).
+_LEXEMES = """
+ALTER TABLE records ADD COLUMN lexemes tsvector
+    GENERATED ALWAYS AS (to_tsvector('{config}'::regconfig, content)) STORED;
+CREATE INDEX records_lexemes ON records USING gin (lexemes);
+INSERT INTO engram_meta (key, value) VALUES ('text_search_config', '{config}');
+"""
+
+_AUDIT = """
+CREATE TABLE audit (
+    tenant_id text NOT NULL,
+    seq bigint NOT NULL,
+    at bigint NOT NULL,
+    user_id text NOT NULL,
+    actor text NOT NULL,
+    operation text NOT NULL,
+    record_ids text NOT NULL,
+    reason text NOT NULL,
+    prev_hash text NOT NULL,
+    hash text NOT NULL,
+    PRIMARY KEY (tenant_id, seq)
+);
+CREATE INDEX audit_subject ON audit (tenant_id, user_id, seq);
+CREATE TABLE audit_heads (
+    tenant_id text PRIMARY KEY,
+    seq bigint NOT NULL,
+    hash text NOT NULL
+);
+CREATE TABLE audit_subjects (
+    tenant_id text NOT NULL,
+    user_id text NOT NULL,
+    key bytea NOT NULL,
+    PRIMARY KEY (tenant_id, user_id)
+);
+CREATE FUNCTION engram_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'the audit log is append-only';
+END
+$$;
+CREATE TRIGGER audit_no_change BEFORE UPDATE OR DELETE ON audit
+    FOR EACH ROW EXECUTE FUNCTION engram_audit_append_only();
+CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit
+    FOR EACH STATEMENT EXECUTE FUNCTION engram_audit_append_only();
+"""
+
+_TRACES = """
+CREATE TABLE traces (
+    tenant_id text NOT NULL,
+    seq bigint GENERATED ALWAYS AS IDENTITY,
+    trace_id text NOT NULL,
+    user_id text NOT NULL,
+    visibility text NOT NULL,
+    ids text[] NOT NULL,
+    at bigint NOT NULL,
+    body text NOT NULL,
+    PRIMARY KEY (tenant_id, seq),
+    UNIQUE (tenant_id, trace_id)
+);
+CREATE INDEX traces_owner ON traces (tenant_id, user_id, seq);
+"""
+
+
+def migrations(text_search: str) -> tuple[tuple[str, str], ...]:
+    """The migrations in order, as (name, SQL); ``text_search`` is the configuration
+    a new schema's ``tsvector`` column uses (an existing one keeps its own)."""
+    return (
+        ("0001_vector_extension", _EXTENSION),
+        ("0002_meta", _META),
+        ("0003_records", _RECORDS),
+        ("0004_lexemes", _LEXEMES.format(config=text_search)),
+        ("0005_audit", _AUDIT),
+        ("0006_traces", _TRACES),
+    )

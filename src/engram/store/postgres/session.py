@@ -1,0 +1,128 @@
+"""Connections of a PostgreSQL store: the pool, per-thread transactions, execution.
+
+Each thread that opens ``transaction`` holds one pooled connection until the
+outermost block ends (nested blocks are savepoints on it); everything that thread
+runs meanwhile runs on it, so it reads its own uncommitted writes. Other threads
+keep borrowing connections from the pool, one statement (or probe) at a time, so
+readers never wait for a writer. Every driver failure leaves here as an engram
+error (``errors.mapped``) naming host and database, never the password.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from engram.errors import StoreError
+from engram.store.postgres.config import PostgresConfig
+from engram.store.postgres.errors import Server, mapped
+from engram.store.postgres.sql import Query
+
+__all__ = ["Session"]
+
+Conn = psycopg.Connection[Any]
+
+
+class Session:
+    """The pool and this thread's open transaction, if any."""
+
+    def __init__(
+        self, pool: ConnectionPool, server: Server, config: PostgresConfig, text_config: str
+    ) -> None:
+        self.config = config
+        self.server = server
+        self.text_config = text_config
+        self._pool = pool
+        self._local = threading.local()
+        self._closed = False
+
+    # -- connections and transactions -------------------------------------------
+
+    def _held(self) -> Conn | None:
+        """This thread's transaction connection, if it holds one."""
+        conn: Conn | None = getattr(self._local, "conn", None)
+        return conn
+
+    @property
+    def in_transaction(self) -> bool:
+        """True while this thread holds an open transaction of this store."""
+        return self._held() is not None
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One atomic unit: ``BEGIN`` on a pooled connection at the outside, a
+        savepoint when nested. A failure at ``COMMIT`` (a dropped connection)
+        raises ``Unavailable`` and nothing of the unit is kept."""
+        held = self._held()
+        if held is not None:
+            with self._savepoint(held):
+                yield
+            return
+        self._check_open()
+        with mapped(self.server, "a transaction"), self._pool.connection() as conn:
+            self._local.conn = conn
+            try:
+                with conn.transaction():
+                    yield
+            finally:
+                self._local.conn = None
+
+    @contextmanager
+    def _savepoint(self, conn: Conn) -> Iterator[None]:
+        with mapped(self.server, "a nested transaction"), conn.transaction():
+            yield
+
+    @contextmanager
+    def connection(self, doing: str) -> Iterator[Conn]:
+        """This thread's transaction connection, or a pooled one for the block."""
+        held = self._held()
+        if held is not None:
+            with mapped(self.server, doing):
+                yield held
+            return
+        self._check_open()
+        with mapped(self.server, doing), self._pool.connection() as conn:
+            yield conn
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"the PostgreSQL store for {self.server.where()} is closed")
+
+    def close(self) -> None:
+        """Close the pool; the store is unusable afterwards."""
+        self._closed = True
+        self._pool.close()
+
+    # -- execution ----------------------------------------------------------------
+
+    def rows(self, query: Query, doing: str = "a query") -> list[tuple[Any, ...]]:
+        """All rows of one statement."""
+        with self.connection(doing) as conn:
+            return on(conn, query)
+
+    def run(self, query: Query, doing: str = "a change") -> int:
+        """One statement; the rows it changed."""
+        with self.connection(doing) as conn:
+            return conn.execute(query[0], query[1]).rowcount
+
+    def run_many(self, sql: str, params: Sequence[Mapping[str, Any]], doing: str) -> None:
+        """One statement for many parameter sets (pipelined: one round trip)."""
+        if not params:
+            return
+        with self.connection(doing) as conn, conn.cursor() as cursor:
+            cursor.executemany(sql, params)
+
+    def in_own_transaction(self, doing: str) -> None:
+        """Refuse ``doing`` outside a transaction of this thread."""
+        if self._held() is None:
+            raise StoreError(f"{doing} needs an open transaction (use store.transaction())")
+
+
+def on(conn: Conn, query: Query) -> list[tuple[Any, ...]]:
+    """All rows of one statement on ``conn`` (errors left to the caller's mapping)."""
+    return conn.execute(query[0], query[1]).fetchall()
