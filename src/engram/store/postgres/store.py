@@ -50,6 +50,12 @@ def _records(found: Sequence[tuple[Any, ...]]) -> list[Record]:
     return [record_from_values(row) for row in found]
 
 
+def _array(value: Any) -> NDArray[np.float32]:
+    """A stored vector as float32 (pgvector's loader gives a ``Vector`` or an array)."""
+    raw = value.to_numpy() if hasattr(value, "to_numpy") else value
+    return np.asarray(raw, dtype=np.float32)
+
+
 def _ones(found: Sequence[tuple[Any, ...]]) -> contract.Hits:
     return [(record_from_values(row), 1.0) for row in found]
 
@@ -108,7 +114,7 @@ class PostgresStore(Admin):
         if not ids:
             return {}
         found = self.rows(vectors.vectors_of(vis, ids, model), "reading vectors")
-        return {str(row[0]): np.asarray(row[1], dtype=np.float32) for row in found}
+        return {str(row[0]): _array(row[1]) for row in found}
 
     # -- candidates -------------------------------------------------------------------
 
