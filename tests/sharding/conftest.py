@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
 from pg_server import PgServer, pg_server, pg_url, require_service  # noqa: F401 - fixtures
 
 
@@ -24,7 +25,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
     try:
         servers = start_servers(tmp_path_factory.mktemp("shards"), 3)
-    except Exception as exc:  # noqa: BLE001 - any start failure is a missing service
+    except Exception as exc:
         require_service(f"the embedded PostgreSQL servers did not start: {exc}")
         raise
     urls = [server.get_uri() for server in servers]

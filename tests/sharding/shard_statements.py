@@ -40,19 +40,26 @@ _INSERT = re.compile(r"INSERT INTO (\w+)\s*\(([^)]*)\)", re.IGNORECASE)
 class Sent:
     """One statement as the driver was asked to run it."""
 
-    sql: str | bytes
+    sql: Any  # str, bytes (a script of several statements) or a psycopg.sql value
     params: Any
+
+    @property
+    def raw(self) -> str:
+        """The SQL text as sent."""
+        if isinstance(self.sql, bytes):
+            return self.sql.decode()
+        return self.sql if isinstance(self.sql, str) else str(self.sql.as_string(None))
 
     @property
     def text(self) -> str:
         """The SQL text, whitespace collapsed."""
-        raw = self.sql.decode() if isinstance(self.sql, bytes) else self.sql
-        return " ".join(raw.split())
+        return " ".join(self.raw.split())
 
     @property
     def explainable(self) -> bool:
         """A single DML statement (a migration script, sent as bytes, is DDL)."""
-        return isinstance(self.sql, str) and self.text.split(" ", 1)[0].upper() in _EXPLAINABLE
+        single = not isinstance(self.sql, bytes)
+        return single and self.text.lstrip("(").split(" ", 1)[0].upper() in _EXPLAINABLE
 
 
 @dataclass
@@ -173,7 +180,7 @@ def _inserted_columns(text: str) -> dict[str, set[str]]:
 
 def examine(conn: psycopg.Connection[Any], sent: Sent, tenant_tables: set[str]) -> Verdict:
     """The plan of ``sent`` on ``conn`` (the statement itself is not run)."""
-    row = conn.execute(f"EXPLAIN (VERBOSE, FORMAT JSON) {sent.sql!s}", sent.params).fetchone()
+    row = conn.execute(f"EXPLAIN (VERBOSE, FORMAT JSON) {sent.raw}", sent.params).fetchone()
     assert row is not None
     verdict = Verdict()
     inserted = _inserted_columns(sent.text)
@@ -189,7 +196,9 @@ def examine(conn: psycopg.Connection[Any], sent: Sent, tenant_tables: set[str]) 
         conditions = [str(node[key]) for key in _CONDITIONS if key in node]
         value = implied_tenant(" AND ".join(f"({c})" for c in conditions)) if conditions else None
         if value is None:
-            verdict.unfiltered.append(f"{node['Node Type']} on {table}: {conditions or 'no filter'}")
+            verdict.unfiltered.append(
+                f"{node['Node Type']} on {table}: {conditions or 'no filter'}"
+            )
         else:
             verdict.tenants.add(value)
     return verdict

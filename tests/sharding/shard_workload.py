@@ -23,8 +23,15 @@ from engram.store.audit import AuditEntry
 from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
 from engram.store.traces import TraceRow
 from engram.types import (
-    Authority, Record, Retention, Sensitivity, Source, SourceKind, Status, Tier,
-)  # fmt: skip
+    Authority,
+    Record,
+    Retention,
+    Sensitivity,
+    Source,
+    SourceKind,
+    Status,
+    Tier,
+)
 
 __all__ = ["DIM", "MODEL", "Recorder", "make_record", "protocol_members", "run", "vector_for"]
 
@@ -105,9 +112,9 @@ def _writes(store: Any, tenant: str) -> dict[str, Record]:
         store.apply([contract.Insert(first, vector_for(first.content))])
         store.apply(
             [
-                contract.Insert(second, vector_for(second.content)),
                 contract.Update(dataclasses.replace(first, status=Status.SUPERSEDED,
                                                     superseded_by=second.id)),
+                contract.Insert(second, vector_for(second.content)),
                 contract.Insert(derived, vector_for(derived.content)),
                 contract.Insert(shared, None),
                 contract.Insert(rival, vector_for(rival.content)),
@@ -120,7 +127,6 @@ def _writes(store: Any, tenant: str) -> dict[str, Record]:
     store.apply([contract.Place(placed)])
     return {"first": first, "second": second, "derived": derived, "shared": shared,
             "rival": rival}  # fmt: skip
-
 
 
 def _reads(store: Any, tenant: str, made: dict[str, Record]) -> None:
