@@ -18,6 +18,7 @@ from contextlib import contextmanager
 
 import numpy as np
 from numpy.typing import NDArray
+from psycopg.pq import TransactionStatus
 
 from engram.errors import StoreError
 from engram.store import erasure, lexicon
@@ -38,6 +39,7 @@ _MUTABLE = (
     "observed_at", "expires_at", "access_count", "last_accessed_at", "embedding_model",
 )  # fmt: skip
 _VACUUMED = ("records", "traces", "forgotten")
+_FAILED = TransactionStatus.INERROR
 
 
 def update_query(record: Record, embedding: NDArray[np.float32] | None = None) -> sql.Query:
@@ -62,8 +64,8 @@ class Admin(AuditLog):
             conn.execute("SELECT set_config('statement_timeout', '0', false)")
             try:
                 yield conn
-            finally:
-                if not conn.closed:
+            finally:  # not on a failed transaction: its rollback restores the setting
+                if not conn.closed and conn.info.transaction_status != _FAILED:
                     conn.execute(
                         "SELECT set_config('statement_timeout', %(t)s, false)",
                         {"t": str(self.config.statement_timeout_ms)},

@@ -19,7 +19,7 @@ from psycopg.rows import dict_row
 from engram.store.audit import GENESIS, AuditEntry, AuditReport, entry_hash, verify_chain
 from engram.store.dialect import POSTGRES
 from engram.store.postgres.session import Conn, Session, on
-from engram.store.predicate import Subject
+from engram.store.predicate import Subject, Tenant
 from engram.store.pseudonyms import is_pseudonym, pseudonym, pseudonymised
 from engram.store.rows import to_micros
 
@@ -29,12 +29,19 @@ _HEAD = (
     "INSERT INTO audit_heads (tenant_id, seq, hash) VALUES (%(t)s, 0, %(genesis)s)"
     " ON CONFLICT (tenant_id) DO UPDATE SET seq = audit_heads.seq RETURNING seq, hash"
 )
-_APPEND = (
-    "WITH head AS (UPDATE audit_heads SET seq = %(seq)s, hash = %(hash)s WHERE tenant_id = %(t)s)"
-    " INSERT INTO audit (tenant_id, seq, at, user_id, actor, operation, record_ids, reason,"
-    " prev_hash, hash) VALUES (%(t)s, %(seq)s, %(at)s, %(user)s, %(actor)s, %(op)s, %(ids)s,"
-    " %(reason)s, %(prev)s, %(hash)s)"
-)
+
+
+def _append(tenant: Tenant) -> tuple[str, dict[str, Any]]:
+    """Move the tenant's chain head and insert the entry, in one statement (the head
+    row is the one ``_HEAD`` locked)."""
+    cond, params = tenant.sql("h", POSTGRES)
+    text = (
+        f"WITH head AS (UPDATE audit_heads AS h SET seq = %(seq)s, hash = %(hash)s WHERE {cond})"
+        " INSERT INTO audit (tenant_id, seq, at, user_id, actor, operation, record_ids, reason,"
+        " prev_hash, hash) VALUES (%(t)s, %(seq)s, %(at)s, %(user)s, %(actor)s, %(op)s, %(ids)s,"
+        " %(reason)s, %(prev)s, %(hash)s)"
+    )
+    return text, params
 
 
 class AuditLog(Session):
@@ -79,9 +86,11 @@ class AuditLog(Session):
             entry = pseudonymised(entry, pseudonym(key, entry.tenant_id, entry.user_id))
         seq, prev = on(conn, (_HEAD, {"t": entry.tenant_id, "genesis": GENESIS}))[0]
         digest = entry_hash(prev, entry)
+        text, head = _append(Tenant(entry.tenant_id))
         conn.execute(
-            _APPEND,
+            text,
             {
+                **head,
                 "t": entry.tenant_id, "seq": int(seq) + 1, "at": to_micros(entry.at),
                 "user": entry.user_id or "",
                 "actor": entry.actor, "op": entry.operation,
