@@ -187,11 +187,13 @@ FreshUrl = Callable[[], str]
 
 @dataclass(frozen=True)
 class Backend:
-    """A store backend under test: a name (the test id) and, for one test, a maker of
-    URLs of fresh, empty stores (each call empties or makes another)."""
+    """A store backend under test: a name (the test id), for one test a maker of URLs
+    of fresh, empty stores (each call empties or makes another), and whether
+    several instances (threads, processes) can open one store (not in memory)."""
 
     name: str
     urls: Callable[[pytest.FixtureRequest, Path], FreshUrl]
+    shared: bool = True
 
 
 def _files(_request: pytest.FixtureRequest, tmp: Path) -> FreshUrl:
@@ -218,7 +220,7 @@ def _postgres(request: pytest.FixtureRequest, _tmp: Path) -> FreshUrl:
 
 BACKENDS: list[Backend] = [
     Backend("sqlite-file", _files),
-    Backend("sqlite-memory", lambda _r, _t: lambda: "sqlite://:memory:"),
+    Backend("sqlite-memory", lambda _r, _t: lambda: "sqlite://:memory:", shared=False),
     Backend("postgresql", _postgres),
 ]
 if os.environ.get("ENGRAM_TEST_BACKENDS"):  # e.g. "postgresql" to run one backend only

@@ -2,7 +2,8 @@
 
 ``store_url`` is parametrised over ``BACKENDS`` (``tests/backends.py``: SQLite
 file, SQLite in memory, PostgreSQL); a conformance test that takes ``mem`` (or
-``store_url``) runs once per backend. A test that needs several fresh stores in
+``store_url``) runs once per backend; ``shared_url`` is a store several instances
+open at once (not in memory). A test that needs several fresh stores in
 one run (a property test's examples) takes ``fresh_url`` or ``open_fresh``. An
 Engram on PostgreSQL gets working memory on the test Redis. Tests that must
 reach a backend's files directly (tampering with the audit table, reopening a
@@ -61,6 +62,17 @@ def fresh_url(
 def store_url(fresh_url: FreshUrl) -> str:
     """A URL of a fresh, empty store, once per backend."""
     return fresh_url()
+
+
+SHARED = [b for b in BACKENDS if b.shared]
+
+
+@pytest.fixture(params=SHARED, ids=[b.name for b in SHARED])
+def shared_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh store several instances can open at once (a file, a server), once per
+    such backend: for races between writers."""
+    backend: Backend = request.param
+    return backend.urls(request, tmp_path)()
 
 
 @pytest.fixture

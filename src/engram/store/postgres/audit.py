@@ -68,12 +68,14 @@ class AuditLog(Session):
 
     def audit_name(self, subject: Subject) -> str | None:
         """How the audit log names ``subject`` now (None: never audited, or erased)."""
+        self.writing(subject.tenant_id)
         with self.connection("reading an audit pseudonym") as conn:
             key = self._audit_key(conn, subject, create=False)
         return None if key is None else pseudonym(key, subject.tenant_id, subject.user_id)
 
     def forget_audit_subject(self, subject: Subject) -> int:
         """Delete the subject's pseudonym key: its audit entries become unlinkable."""
+        self.writing(subject.tenant_id)
         cond, params = subject.sql("k", POSTGRES)
         return self.run((f"DELETE FROM audit_subjects AS k WHERE {cond}", params))
 

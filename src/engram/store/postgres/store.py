@@ -7,10 +7,12 @@ a change that fails, or a connection that drops before ``COMMIT``, leaves
 nothing behind, and a retried ``Insert`` of the same record cannot duplicate it
 (the primary key refuses a second row).
 
-Writers run concurrently here, unlike SQLite: ``lock_slot`` takes a
-transaction-scoped advisory lock, the audit append locks its tenant's chain
-head, and a unique partial index keeps one active version per key whatever
-the interleaving.
+Several processes write here at once, unlike SQLite: writers of one tenant take
+turns from their transaction's first statement on that tenant (``Session.writing``:
+the write path decides on what it re-reads inside its transaction), writers of
+different tenants run concurrently, ``lock_slot`` takes a transaction-scoped
+advisory lock, the audit append locks its tenant's chain head, and a unique
+partial index keeps one active version per key whatever the interleaving.
 """
 
 from __future__ import annotations
@@ -60,6 +62,17 @@ def _ones(found: Sequence[tuple[Any, ...]]) -> contract.Hits:
     return [(record_from_values(row), 1.0) for row in found]
 
 
+def _tenant_of(change: contract.Change) -> str:
+    """The tenant a change writes to (its writer lock is taken first)."""
+    if isinstance(change, (contract.Insert, contract.Update, contract.Place)):
+        return change.record.tenant_id
+    if isinstance(change, (contract.Delete, contract.UnlinkContests)):
+        return change.tenant.tenant_id
+    if isinstance(change, contract.Touch):
+        return change.vis.tenant_id
+    return change.entry.tenant_id
+
+
 class PostgresStore(Admin):
     """System of record, lexical and vector indexes in one PostgreSQL database."""
 
@@ -94,15 +107,18 @@ class PostgresStore(Admin):
         """The visible records among ``ids``, in that order."""
         if not ids:
             return []
+        self.writing(vis.tenant_id)
         by_id = {r.id: r for r in _records(self.rows(sql.by_ids(vis, ids), "reading records"))}
         return [by_id[i] for i in ids if i in by_id]
 
     def history(self, vis: Visibility, record_id: str) -> list[Record]:
         """The visible version chain through ``record_id``, oldest first."""
+        self.writing(vis.tenant_id)
         return _records(self.rows(sql.history(vis, record_id), "reading a history"))
 
     def listing(self, vis: Visibility, page: contract.Listing) -> list[Record]:
         """Visible records, newest first (statuses as of ``page.at`` when given)."""
+        self.writing(vis.tenant_id)
         query = sql.listing(vis, page.type_name, page.statuses, page.limit, page.offset,
                             to_micros(page.at))  # fmt: skip
         return _records(self.rows(query, "listing records"))
@@ -113,6 +129,7 @@ class PostgresStore(Admin):
         """Stored vectors of the visible ``ids`` under ``model``."""
         if not ids:
             return {}
+        self.writing(vis.tenant_id)
         found = self.rows(vectors.vectors_of(vis, ids, model), "reading vectors")
         return {str(row[0]): _array(row[1]) for row in found}
 
@@ -125,6 +142,8 @@ class PostgresStore(Admin):
         transaction the probes run concurrently, each on its own pooled connection;
         inside one, in turn on the transaction's connection, each in a savepoint so
         a cancelled probe does not abort the transaction."""
+        self.writing(vis.tenant_id, *(p.slot.tenant_id for p in probes
+                                      if isinstance(p, contract.SlotProbe)))  # fmt: skip
         if len(probes) > 1 and self.config.probe_threads > 1 and not self.in_transaction:
             if self._probes is None:
                 self._probes = ThreadPoolExecutor(self.config.probe_threads, "engram-pg-probe")
@@ -199,6 +218,7 @@ class PostgresStore(Admin):
         write meets (``OwnerSlot.key_sql``) span the user's own and the writing
         agent's, so writers through different agents must take turns too."""
         self.in_own_transaction("lock_slot")
+        self.writing(slot.tenant_id)
         name = json.dumps([slot.tenant_id, slot.user_id, slot.scope, key])
         self.run((_SLOT_LOCK, {"slot": name}), "locking a write slot")
 
@@ -206,9 +226,11 @@ class PostgresStore(Admin):
         """Apply ``changes`` in order, atomically (in the open transaction, else in one
         of its own): a failing change leaves none of them."""
         if self.in_transaction:  # part of the caller's unit: no savepoint of its own
+            self.writing(*map(_tenant_of, changes))
             with self.connection("applying changes") as conn:
                 return self._apply_all(conn, changes)
         with self.transaction(), self.connection("applying changes") as conn:
+            self.writing(*map(_tenant_of, changes))
             return self._apply_all(conn, changes)
 
     def _apply_all(self, conn: Conn, changes: Sequence[contract.Change]) -> contract.Applied:
