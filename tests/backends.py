@@ -153,7 +153,8 @@ class RedisPrefixes:
     made: list[str] = field(default_factory=list)
 
     def renew(self, url: str) -> None:
-        """The next Engram on ``url`` gets a new, empty working memory."""
+        """The next Engram on ``url`` (a ``postgresql://`` one) gets a new, empty
+        working memory."""
         self.by_url.pop(url, None)
 
     def options(self, url: str, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -161,6 +162,9 @@ class RedisPrefixes:
         store, ``working`` on the test Redis under this URL's prefix."""
         if scheme_of(url) != "postgresql" or "working" in kwargs:
             return kwargs
+        from engram.store.postgres.connect import libpq_url
+
+        url = libpq_url(url)  # postgresql+psycopg:// names the same store
         redis_client().close()
         if url not in self.by_url:
             self.by_url[url] = f"t{uuid.uuid4().hex[:12]}"

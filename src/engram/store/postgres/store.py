@@ -32,7 +32,7 @@ from engram.store.lexical import terms
 from engram.store.postgres import sql, vectors
 from engram.store.postgres.admin import Admin, update_query
 from engram.store.postgres.config import PostgresConfig
-from engram.store.postgres.connect import connect, migrate, open_pool, text_config
+from engram.store.postgres.connect import connect, libpq_url, migrate, open_pool, text_config
 from engram.store.postgres.errors import Server
 from engram.store.postgres.session import Conn, on
 from engram.store.predicate import OwnerSlot, Tenant, Visibility
@@ -80,20 +80,26 @@ class PostgresStore(Admin):
     def open(cls, url: str, config: PostgresConfig | None = None) -> PostgresStore:
         """Connect, apply pending migrations and open the pool. An unreachable
         server or a refused login raises ``Unavailable`` naming host and database
-        (never the password); a failed migration raises ``MigrationError``."""
+        (never the password); a failed migration raises ``MigrationError``.
+        ``postgresql+psycopg://`` (any ``+driver``) and ``postgres://`` URLs are
+        taken as ``postgresql://``."""
         cfg = config or PostgresConfig()
+        url = libpq_url(url)
         server = Server.of(url)
         conn = connect(url, cfg, server)
         try:
-            migrate(conn, cfg, server)
+            applied = migrate(conn, cfg, server)
             lexical_config = text_config(conn, server)
         finally:
             conn.close()
-        return cls(open_pool(url, cfg, server), server, cfg, lexical_config)
+        store = cls(open_pool(url, cfg, server), server, cfg, lexical_config)
+        store.applied_migrations = applied
+        return store
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._probes: ThreadPoolExecutor | None = None
+        self.applied_migrations: list[str] = []  # by this open (``engram migrate``)
 
     def close(self) -> None:
         """Stop the probe threads and close the pool."""
