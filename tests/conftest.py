@@ -7,7 +7,8 @@ open at once (not in memory). A test that needs several fresh stores in
 one run (a property test's examples) takes ``fresh_url`` or ``open_fresh``. An
 Engram on PostgreSQL gets working memory on the test Redis. Tests that must
 reach a backend's files directly (tampering with the audit table, reopening a
-file) take ``sqlite_file_url`` instead.
+file) take ``sqlite_file_url`` instead. ``ENGRAM_TEST_BACKENDS=postgresql`` (a
+comma-separated list of names) runs the parametrised tests on those backends only.
 """
 
 from __future__ import annotations
@@ -50,9 +51,7 @@ def store_backend(request: pytest.FixtureRequest) -> Backend:
 
 
 @pytest.fixture
-def fresh_url(
-    store_backend: Backend, request: pytest.FixtureRequest, tmp_path: Path
-) -> FreshUrl:
+def fresh_url(store_backend: Backend, request: pytest.FixtureRequest, tmp_path: Path) -> FreshUrl:
     """Make the URL of a fresh, empty store of the current backend (each call another;
     on PostgreSQL, the one recycled database emptied again)."""
     return store_backend.urls(request, tmp_path)

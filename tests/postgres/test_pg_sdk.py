@@ -154,9 +154,7 @@ def _recall_while_locked(mem: Engram, url: str, table: str) -> tuple[RecallResul
     return out[0]
 
 
-def test_a_recall_whose_vector_probe_times_out_is_partial(
-    impatient: Engram, pg_url: str
-) -> None:
+def test_a_recall_whose_vector_probe_times_out_is_partial(impatient: Engram, pg_url: str) -> None:
     # the vector probe reads the model first, from the locked table
     result, took = _recall_while_locked(impatient, pg_url, "engram_meta")
     assert result.status == RecallStatus.PARTIAL
