@@ -202,3 +202,24 @@ def test_an_update_never_reaches_another_tenants_record(tmp_path: Path, ctx: Con
         assert mem.get(ctx, theirs.id).status == Status.ACTIVE
     finally:
         mem.close()
+
+
+def test_a_slot_probe_reads_only_the_callers_tenant_and_user(tmp_path: Path, ctx: Context) -> None:
+    from engram.errors import EngramError
+    from engram.store.contract import SlotProbe
+
+    mem = Engram.open(f"sqlite:///{tmp_path}/s.db", embedder="hashing")
+    try:
+        held = mem.remember(ctx, "The PIN hint is a river.", type="fact", key="pin.hint",
+                            value="river").record  # fmt: skip
+        assert held is not None
+        theirs = OwnerSlot(held.tenant_id, held.user_id or "", "", held.scope)
+        probe = SlotProbe(theirs, ("active",), key="pin.hint")
+        outsider = Visibility("other-tenant", "mallory", "", (None,) * 4)
+        answer = mem.store.candidates(outsider, [probe])[0]
+        assert isinstance(answer, EngramError)
+        own = mem.store.candidates(theirs.visibility, [probe])[0]
+        assert not isinstance(own, EngramError)
+        assert [r.key for r, _ in own] == ["pin.hint"]
+    finally:
+        mem.close()
