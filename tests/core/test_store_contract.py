@@ -213,7 +213,7 @@ def test_a_slot_probe_reads_only_the_callers_tenant_and_user(tmp_path: Path, ctx
         held = mem.remember(ctx, "The PIN hint is a river.", type="fact", key="pin.hint",
                             value="river").record  # fmt: skip
         assert held is not None
-        theirs = OwnerSlot(held.tenant_id, held.user_id or "", "", held.scope)
+        theirs = OwnerSlot(held.tenant_id, held.user_id or "", held.agent_id or "", held.scope)
         probe = SlotProbe(theirs, ("active",), key="pin.hint")
         outsider = Visibility("other-tenant", "mallory", "", (None,) * 4)
         answer = mem.store.candidates(outsider, [probe])[0]
