@@ -292,7 +292,8 @@ class Engram:
         (``"session"``); by default the task when ``ctx`` names one, else the session.
         Items expire by themselves; recall shows those of the caller's task and session."""
         scope = scope_for(resolve(ctx), kind)
-        return ScopedWorking(self.working_store, scope, self.config.working, self.clock)
+        return ScopedWorking(self.working_store, scope, self.config.working, self.clock,
+                             forgetting.drop_text_caches)  # fmt: skip
 
     # -- reads ---------------------------------------------------------------------
 

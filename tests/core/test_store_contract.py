@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import sys
 from pathlib import Path
 
 import pytest
 
-from engram import Context, Engram
+from engram import Context, Engram, Status
 from engram.config import Config, PostgresConfig, SQLiteConfig, StoreConfig
 from engram.errors import ConfigError, InvalidArgument
 from engram.store import contract
 from engram.store.contract import Audit, Maintenance, Store
 from engram.store.open import open_store
-from engram.store.predicate import OwnerSlot
+from engram.store.predicate import OwnerSlot, Visibility
 from engram.store.url import scheme_of
 
 
@@ -89,7 +90,41 @@ def test_keyed_and_deduplicated_writes_lock_their_slot_before_reading_it(
         store.tracer = None
         mem.close()
     reads = [e for e in events if e != "other"]
-    assert reads == ["lock key", "lock hash", "read key", "read hash"]
+    assert reads[:2] == ["lock key", "lock hash"]  # the batch's sorted pass
+    assert reads[2:] == ["lock key", "lock hash", "read key", "read hash"]
+
+
+def test_a_batch_takes_every_slot_lock_sorted_before_its_first_read(
+    tmp_path: Path, ctx: Context
+) -> None:
+    """Two batches naming the same keys in opposite orders must lock in one order,
+    or a backend with concurrent writers deadlocks them against each other."""
+    mem = Engram.open(f"sqlite:///{tmp_path}/b.db", embedder="hashing")
+    events: list[str] = []
+    store = mem.store
+    locked = store.lock_slot
+
+    def lock_slot(slot: OwnerSlot, key: str) -> None:
+        events.append(key)
+        locked(slot, key)
+
+    store.lock_slot = lock_slot  # type: ignore[method-assign]
+    store.tracer = lambda sql, params: events.append("read") if "FROM records" in sql else None
+    items = [
+        {"content": f"Service {name} runs on port {port}.", "type": "fact",
+         "key": f"svc.{name}", "value": str(port)}
+        for name, port in (("zeta", 9), ("alpha", 7), ("mid", 8))
+    ]  # fmt: skip
+    try:
+        mem.remember_many(ctx, items)
+    finally:
+        store.tracer = None
+        mem.close()
+    assert events.index("read") >= 6
+    first = events[:6]
+    assert first[:3] == ["key:svc.alpha", "key:svc.mid", "key:svc.zeta"]
+    assert first[3:] == sorted(first[3:])
+    assert all(k.startswith("hash:") for k in first[3:])
 
 
 def test_lock_slot_outside_a_transaction_is_refused(tmp_path: Path) -> None:
@@ -129,3 +164,62 @@ def test_audit_appends_through_apply_chain_and_verify(tmp_path: Path) -> None:
 def test_the_contract_module_names_what_it_exports() -> None:
     assert set(contract.__all__) <= set(dir(contract))
     assert Config().store.sqlite == SQLiteConfig()
+
+
+def test_apply_inside_an_open_transaction_is_all_or_nothing(tmp_path: Path, ctx: Context) -> None:
+    """A failing change undoes the batch's earlier changes even when the caller's
+    transaction goes on (a savepoint), as the contract promises."""
+    from engram.errors import EngramError
+    from engram.scope import resolve
+    from engram.store.contract import Insert, Listing
+
+    mem = Engram.open(f"sqlite:///{tmp_path}/t.db", embedder="hashing")
+    try:
+        kept = mem.remember(ctx, "The build server is ci-7.", type="fact").record
+        assert kept is not None
+        store = mem.store
+        fresh = dataclasses.replace(kept, id="mem_fresh_one", content="half applied change")
+        with store.transaction(), pytest.raises(EngramError):
+            store.apply([Insert(fresh), Insert(kept)])  # the second: a duplicate id
+        vis = Visibility.of(resolve(ctx))
+        assert [r.content for r in store.listing(vis, Listing())] == [kept.content]
+        assert store.read(vis, ["mem_fresh_one"]) == []
+    finally:
+        mem.close()
+
+
+def test_an_update_never_reaches_another_tenants_record(tmp_path: Path, ctx: Context) -> None:
+    from engram.errors import StoreError
+    from engram.store.contract import Update
+
+    mem = Engram.open(f"sqlite:///{tmp_path}/u.db", embedder="hashing")
+    try:
+        theirs = mem.remember(ctx, "The vault code hint is a bird.", type="fact").record
+        assert theirs is not None
+        forged = dataclasses.replace(theirs, tenant_id="intruder", status=Status.RETRACTED)
+        with pytest.raises(StoreError, match="no record"):
+            mem.store.apply([Update(forged)])
+        assert mem.get(ctx, theirs.id).status == Status.ACTIVE
+    finally:
+        mem.close()
+
+
+def test_a_slot_probe_reads_only_the_callers_tenant_and_user(tmp_path: Path, ctx: Context) -> None:
+    from engram.errors import EngramError
+    from engram.store.contract import SlotProbe
+
+    mem = Engram.open(f"sqlite:///{tmp_path}/s.db", embedder="hashing")
+    try:
+        held = mem.remember(ctx, "The PIN hint is a river.", type="fact", key="pin.hint",
+                            value="river").record  # fmt: skip
+        assert held is not None
+        theirs = OwnerSlot(held.tenant_id, held.user_id or "", held.agent_id or "", held.scope)
+        probe = SlotProbe(theirs, ("active",), key="pin.hint")
+        outsider = Visibility("other-tenant", "mallory", "", (None,) * 4)
+        answer = mem.store.candidates(outsider, [probe])[0]
+        assert isinstance(answer, EngramError)
+        own = mem.store.candidates(theirs.visibility, [probe])[0]
+        assert not isinstance(own, EngramError)
+        assert [r.key for r, _ in own] == ["pin.hint"]
+    finally:
+        mem.close()

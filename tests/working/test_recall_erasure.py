@@ -6,6 +6,7 @@ import dataclasses
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from tests.working.conftest import OpenWorking
 
 from engram import Budget, Context, Engram, FrozenClock
@@ -107,3 +108,51 @@ def test_erasure_leaves_no_working_bytes_in_the_sqlite_file(
     mem.close()
     for path in tmp_path.glob("erase.db*"):
         assert marker.encode() not in path.read_bytes(), path.name
+
+
+def test_deleting_an_item_drops_the_recall_caches_that_held_its_text(wmem: Engram) -> None:
+    """Deleting means gone: a recall cached the item's text (rerank stems); delete and
+    clear drop those caches too."""
+    from engram.recall import rerank
+
+    wm = wmem.working(CTX)
+    wm.set("note", "the quokka code is QUOKKA4417")
+    wmem.recall(CTX, "what is the quokka code?")
+    assert rerank._stems.cache_info().currsize > 0
+    assert wm.delete("note")
+    assert rerank._stems.cache_info().currsize == 0
+    wm.set("other", "the wombat code is WOMBAT1")
+    wmem.recall(CTX, "what is the wombat code?")
+    assert wm.clear() == 1
+    assert rerank._stems.cache_info().currsize == 0
+
+
+def test_working_item_ids_differ_between_users_of_the_same_session_and_key(
+    wmem: Engram,
+) -> None:
+    other = dataclasses.replace(CTX, user_id="someone-else")
+    wmem.working(CTX).set("goal", "ship it")
+    wmem.working(other).set("goal", "ship it")
+    mine = wmem.recall(CTX, "what is the goal?")
+    theirs = wmem.recall(other, "what is the goal?")
+    ids_mine = {i.record.id for i in mine.items if i.record.id.startswith("wm_")}
+    ids_theirs = {i.record.id for i in theirs.items if i.record.id.startswith("wm_")}
+    assert ids_mine
+    assert ids_theirs
+    assert not ids_mine & ids_theirs
+
+
+def test_a_working_store_without_its_erasure_methods_is_refused() -> None:
+    from engram.errors import ConfigError
+    from engram.working.config import WorkingConfig
+    from engram.working.open import open_working
+
+    class Half:
+        def put(self) -> None: ...
+        def fetch(self) -> None: ...
+        def items(self) -> None: ...
+        def remove(self) -> None: ...
+        def clear(self) -> None: ...
+
+    with pytest.raises(ConfigError):
+        open_working(Half(), None, WorkingConfig())

@@ -38,7 +38,7 @@ from engram.store.predicate import Subject, Tenant, Visibility
 from engram.types import Record
 from engram.write import passages
 
-__all__ = ["ErasureReceipt", "ForgetReceipt", "erase_subject", "forget"]
+__all__ = ["ErasureReceipt", "ForgetReceipt", "drop_text_caches", "erase_subject", "forget"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +138,12 @@ def _verify(
 
 def _drop_copies(store: Backend, subject: Subject) -> None:
     store.forget_partition(subject)
+    drop_text_caches()
+
+
+def drop_text_caches() -> None:
+    """Drop every process cache of memory texts (rerank stems and flags, the hashing
+    embedder's vectors): after a forget, an erasure or a working-memory delete."""
     forget_cached_texts()
     embed.forget_cached_texts()
 

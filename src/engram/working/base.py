@@ -26,6 +26,7 @@ from __future__ import annotations
 import builtins
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -203,8 +204,10 @@ class ScopedWorking:
     """``WorkingMemory`` over any ``WorkingStore``: checks every argument, reads the clock."""
 
     def __init__(self, store: WorkingStore, scope: WorkingScope, config: WorkingConfig,
-                 clock: Clock) -> None:  # fmt: skip
+                 clock: Clock, on_remove: Callable[[], None] | None = None) -> None:  # fmt: skip
         self._store, self._scope, self._config, self._clock = store, scope, config, clock
+        # called after a delete or clear: drops process caches that may hold the text
+        self._on_remove = on_remove or (lambda: None)
 
     @property
     def scope(self) -> WorkingScope:
@@ -227,8 +230,12 @@ class ScopedWorking:
 
     def delete(self, key: str) -> bool:
         """Remove ``key``; True when a live item was removed."""
-        return self._store.remove(self._scope, check_key(key, self._config), self._clock.now())
+        removed = self._store.remove(self._scope, check_key(key, self._config), self._clock.now())
+        self._on_remove()
+        return removed
 
     def clear(self) -> int:
         """Remove every item of the scope; how many live items were removed."""
-        return self._store.clear(self._scope, self._clock.now())
+        removed = self._store.clear(self._scope, self._clock.now())
+        self._on_remove()
+        return removed

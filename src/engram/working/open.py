@@ -25,7 +25,9 @@ def open_working(spec: object, sqlite_path: str | None, config: WorkingConfig,
             return RedisWorking(RedisTarget.parse(spec), config)
         scheme = spec.split("://", 1)[0] if "://" in spec else "a bare string"
         raise ConfigError(f"working must be None, 'sqlite' or a redis:// URL, got {scheme!r}")
-    if all(hasattr(spec, name) for name in ("put", "fetch", "items", "remove", "clear")):
+    needed = ("put", "fetch", "items", "remove", "clear", "erase_subject", "subject_residue",
+              "close")  # fmt: skip
+    if all(callable(getattr(spec, name, None)) for name in needed):
         return spec  # type: ignore[return-value]
     raise ConfigError(f"working must be None, 'sqlite', a redis:// URL or a WorkingStore, "
                       f"got {type(spec).__name__}")  # fmt: skip

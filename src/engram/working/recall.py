@@ -34,7 +34,8 @@ def _content(item: WorkingItem) -> str:
 def as_record(item: WorkingItem, type_name: str, config: Config) -> Record:
     """A transient record for one working item (never stored)."""
     scope = item.scope
-    ident = "\x00".join((scope.kind, scope.scope_id, scope.agent_id or "", item.key))
+    ident = "\x00".join((scope.tenant_id, scope.user_id or "", scope.kind, scope.scope_id,
+                          scope.agent_id or "", item.key))  # fmt: skip
     digest = hashlib.sha256(ident.encode()).hexdigest()
     content = _content(item)
     return Record(

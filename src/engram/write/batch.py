@@ -25,6 +25,7 @@ from engram.write.ownership import owning_agent
 from engram.write.passages import Unit, expand
 from engram.write.path import WritePath
 from engram.write.proposal import build_proposal, check_iterable, proposal_fields
+from engram.write.slots import lock_in_order
 
 __all__ = ["actor", "proposal_item", "stage", "write_chunk"]
 
@@ -67,11 +68,22 @@ def write_chunk(
         slot: writer.prepare_units([chunk[i] for i in indexes]) for slot, indexes in groups.items()
     }
     results: dict[int, WriteResult] = {}
+    owners = {
+        group: Owner(
+            scope.tenant_id, scope.user_id, group[1], group[0], actor(scope), scope.agent_id
+        )
+        for group in groups
+    }
     with store.transaction():
+        wanted = [
+            (owners[group].slot, proposal.key, digest)
+            for group, ready in prepared.items()
+            for proposal, digest in zip(ready.proposals, ready.hashes, strict=True)
+        ]
+        lock_in_order(store, wanted)
         for (target, agent), indexes in groups.items():
-            owner = Owner(scope.tenant_id, scope.user_id, agent, target, actor(scope),
-                          scope.agent_id)  # fmt: skip
-            written = writer.commit_prepared(owner, prepared[(target, agent)], when)
+            written = writer.commit_prepared(owners[(target, agent)], prepared[(target, agent)],
+                                             when)  # fmt: skip
             results.update(zip(indexes, written, strict=True))
     return [results[i] for i in range(len(chunk))]
 

@@ -178,7 +178,7 @@ class Reads(Connection):
         if isinstance(probe, NeighbourProbe):
             return self._neighbours(vis, probe)
         if isinstance(probe, SlotProbe):
-            return self._slot(probe)
+            return self._slot(vis, probe)
         raise InvalidArgument(f"unknown probe {type(probe).__name__}")
 
     def _neighbours(self, vis: Visibility, probe: NeighbourProbe) -> list[Record]:
@@ -192,9 +192,11 @@ class Reads(Connection):
                                      probe.per_side)  # fmt: skip
         return self._records(query)
 
-    def _slot(self, probe: SlotProbe) -> list[Record]:
+    def _slot(self, vis: Visibility, probe: SlotProbe) -> list[Record]:
         """Versions a write to the probe's slot meets (the slot's own predicate,
-        ``OwnerSlot.key_sql``; the caller's visibility is not what decides here)."""
+        ``OwnerSlot.key_sql``), for a caller of that slot's tenant and user only."""
+        if (probe.slot.tenant_id, probe.slot.user_id) != (vis.tenant_id, vis.user_id):
+            raise InvalidArgument("a slot probe reads only the caller's own tenant and user")
         if (probe.key is None) == (probe.content_hash is None):
             raise InvalidArgument("a slot probe takes exactly one of key and content_hash")
         if probe.key is not None:

@@ -33,15 +33,18 @@ PLACEMENT = (
     "version", "supersedes", "created_at", "expires_at", "source_kind", "source_ref",
     "derived_from",
 )  # fmt: skip
+# An update names its record by id within the record's own tenant (the predicate's
+# ``Tenant`` condition), so a change carrying a foreign id changes nothing.
+_OWN_TENANT = Tenant("").sql("records")[0]
 PLACE = (
     "UPDATE records SET "
     + ", ".join(f"{column} = :{column}" for column in PLACEMENT)
-    + " WHERE id = :id"
+    + f" WHERE id = :id AND {_OWN_TENANT}"
 )
 UPDATE = (
     "UPDATE records SET "
     + ", ".join(f"{column} = :{column}" for column in MUTABLE)
-    + " WHERE id = :id"
+    + f" WHERE id = :id AND {_OWN_TENANT}"
 )
 PUT_VECTOR = (
     "INSERT OR REPLACE INTO vectors (record_id, tenant_id, user_id, model, vector)"

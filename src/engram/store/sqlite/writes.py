@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from engram.errors import IndexMismatch, InvalidArgument
+from engram.errors import IndexMismatch, InvalidArgument, StoreError
 from engram.store.audit import GENESIS, AuditEntry, entry_hash
 from engram.store.contract import (
     Applied,
@@ -57,9 +57,8 @@ class Writes(Reads):
             raise InvalidArgument("lock_slot is called inside the write's transaction")
 
     def apply(self, changes: Sequence[Change]) -> Applied:
-        """Apply ``changes`` in order, inside the open transaction or in one of their own."""
-        if self._in_own_transaction():
-            return self._apply_all(changes)
+        """Apply ``changes`` in order, atomically: in a transaction of their own, or in
+        a savepoint of the open one, so a failing change leaves none of them."""
         with self.transaction():
             return self._apply_all(changes)
 
@@ -114,7 +113,10 @@ class Writes(Reads):
         """Write some fields of an existing record (its mutable ones, or its placement
         in history, which only an import changes)."""
         row = record_to_row(record)
-        self._run(statement, {column: row[column] for column in (*columns, "id")})
+        params = {column: row[column] for column in (*columns, "id")}
+        params["ten_tenant"] = row["tenant_id"]
+        if self._run(statement, params).rowcount != 1:
+            raise StoreError(f"no record {record.id!r} in tenant {record.tenant_id!r} to update")
 
     def _touch(self, touches: Sequence[Touch]) -> None:
         """Count one access of each visible record of each touch: one prepared
