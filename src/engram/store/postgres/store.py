@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from engram.errors import EngramError, StoreError
+from engram.errors import EngramError, InvalidArgument, StoreError
 from engram.store import contract
 from engram.store.dialect import POSTGRES
 from engram.store.lexical import terms
@@ -60,6 +60,13 @@ def _array(value: Any) -> NDArray[np.float32]:
 
 def _ones(found: Sequence[tuple[Any, ...]]) -> contract.Hits:
     return [(record_from_values(row), 1.0) for row in found]
+
+
+def _one_row(changed: int, record: Record) -> None:
+    """An update names one record of its own tenant (``update_query``'s ``Tenant``
+    condition): a change carrying a foreign or missing id is refused, not ignored."""
+    if changed != 1:
+        raise StoreError(f"no record {record.id!r} in tenant {record.tenant_id!r} to update")
 
 
 def _tenant_of(change: contract.Change) -> str:
@@ -209,8 +216,12 @@ class PostgresStore(Admin):
         return _ones(on(conn, query))
 
     def _slot(self, conn: Conn, vis: Visibility, probe: contract.SlotProbe) -> contract.Hits:
+        """Versions a write to the probe's slot meets (``OwnerSlot.key_sql``), for a
+        caller of that slot's tenant and user only."""
+        if (probe.slot.tenant_id, probe.slot.user_id) != (vis.tenant_id, vis.user_id):
+            raise InvalidArgument("a slot probe reads only the caller's own tenant and user")
         if (probe.key is None) == (probe.content_hash is None):
-            raise StoreError("a SlotProbe takes exactly one of key and content_hash")
+            raise InvalidArgument("a slot probe takes exactly one of key and content_hash")
         if probe.key is not None:
             return _ones(on(conn, sql.slot_by_key(probe.slot, probe.key, probe.statuses)))
         assert probe.content_hash is not None
@@ -229,14 +240,13 @@ class PostgresStore(Admin):
         self.run((_SLOT_LOCK, {"slot": name}), "locking a write slot")
 
     def apply(self, changes: Sequence[contract.Change]) -> contract.Applied:
-        """Apply ``changes`` in order, atomically (in the open transaction, else in one
-        of its own): a failing change leaves none of them."""
-        if self.in_transaction:  # part of the caller's unit: no savepoint of its own
-            self.writing(*map(_tenant_of, changes))
-            with self.connection("applying changes") as conn:
-                return self._apply_all(conn, changes)
+        """Apply ``changes`` in order, atomically: in a transaction of their own, or in
+        a savepoint of the open one, so a failing change leaves none of them (and the
+        caller's transaction can go on). The tenants' writer locks are taken first,
+        outside the savepoint, so they outlast its rollback."""
+        self.writing(*map(_tenant_of, changes))
         with self.transaction(), self.connection("applying changes") as conn:
-            self.writing(*map(_tenant_of, changes))
+            self.writing(*map(_tenant_of, changes))  # a transaction of its own: here
             return self._apply_all(conn, changes)
 
     def _apply_all(self, conn: Conn, changes: Sequence[contract.Change]) -> contract.Applied:
@@ -255,7 +265,7 @@ class PostgresStore(Admin):
 
     def _change(self, conn: Conn, change: contract.Change, applied: contract.Applied) -> None:
         if isinstance(change, contract.Update):
-            conn.execute(*update_query(change.record))
+            _one_row(conn.execute(*update_query(change.record)).rowcount, change.record)
         elif isinstance(change, contract.Place):
             self._place(conn, change.record)
         elif isinstance(change, contract.Delete):
@@ -316,8 +326,9 @@ class PostgresStore(Admin):
         cond, params = Tenant(record.tenant_id).sql("r", POSTGRES)
         sets = ", ".join(f"{column} = %({column})s" for column in _PLACEMENT)
         bound = {column: row[column] for column in (*_PLACEMENT, "id")}
-        conn.execute(f"UPDATE records AS r SET {sets} WHERE r.id = %(id)s AND {cond}",
-                     {**params, **bound})  # fmt: skip
+        done = conn.execute(f"UPDATE records AS r SET {sets} WHERE r.id = %(id)s AND {cond}",
+                            {**params, **bound}).rowcount  # fmt: skip
+        _one_row(done, record)
 
 
 Handler = Callable[[PostgresStore, Conn, Visibility, Any], contract.Hits]
