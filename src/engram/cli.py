@@ -1,9 +1,13 @@
 """The ``engram`` command line: a thin surface that parses, calls the facade, maps errors.
 
+engram [--db URL] migrate [URL]
 engram [--db URL] [--embedder NAME] index rebuild
 engram [--db URL] audit verify
 engram [--db URL] [--embedder NAME] quickstart
 engram eval ...            (see ``engram eval --help``)
+
+``migrate``, ``index rebuild`` and ``audit verify`` touch only the store, so they
+open it without working memory (a server store needs none for them).
 """
 
 from __future__ import annotations
@@ -14,29 +18,43 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from engram.engram import Engram
+from engram.embed import create_embedder
 from engram.errors import EngramError
+from engram.store.open import migrate, open_store
+from engram.write.index import rebuild
 
 __all__ = ["main"]
 
 _DEFAULT_DB = "sqlite:///engram.db"
 
 
-def _open(args: argparse.Namespace) -> Engram:
-    return Engram.open(args.db, embedder=args.embedder)
+def _migrate(args: argparse.Namespace) -> int:
+    applied = migrate(args.url or args.db)
+    for name in applied:
+        print(f"applied {name}")
+    if not applied:
+        print("up to date")
+    return 0
 
 
 def _index_rebuild(args: argparse.Namespace) -> int:
-    with _open(args) as mem:
-        report = mem.rebuild_index()
+    embedder = create_embedder(args.embedder)
+    store = open_store(args.db)
+    try:
+        report = rebuild(store, embedder)
+    finally:
+        store.close()
     print(f"rebuilt lexical and vector indexes: {report.records} records, "
           f"{report.vectors} vectors, model {report.model}")  # fmt: skip
     return 0
 
 
 def _audit_verify(args: argparse.Namespace) -> int:
-    with Engram.open(args.db, embedder="hashing") as mem:
-        report = mem.audit_verify()
+    store = open_store(args.db)
+    try:
+        report = store.verify_audit()
+    finally:
+        store.close()
     if report.ok:
         print(f"audit chain intact: {report.entries} entries")
         return 0
@@ -61,6 +79,11 @@ def _parser() -> argparse.ArgumentParser:
         help="local | multilingual | hashing | openai (default: $ENGRAM_EMBEDDER or local)",
     )
     commands = parser.add_subparsers(dest="command", required=True)
+    migrate_cmd = commands.add_parser(
+        "migrate", help="apply pending schema migrations (prints their names)"
+    )
+    migrate_cmd.add_argument("url", nargs="?", help="store URL (default: --db)")
+    migrate_cmd.set_defaults(func=_migrate)
     index = commands.add_parser("index", help="derived index maintenance")
     index_cmds = index.add_subparsers(dest="action", required=True)
     rebuild = index_cmds.add_parser("rebuild", help="regenerate postings and vectors from records")

@@ -133,26 +133,25 @@ _QUIET = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
                                  st.sampled_from([0.3, 0.9]), st.booleans()),
                        min_size=1, max_size=10))  # fmt: skip
 def test_no_sequence_of_writes_lets_an_agent_read_another_agents_ids(
-    open_mem: OpenMem,
+    open_fresh: OpenMem,
     writes: list[tuple[str | None, str, str | None, bool, str, str, float, bool]],
 ) -> None:
-    mem = open_mem("sqlite://:memory:")
-    for step, (agent, type_name, scope, private, value, authority, confidence, fix) in enumerate(
-        writes
-    ):
-        if agent is None and scope == "agent":
-            continue
-        ctx = dataclasses.replace(CODER, agent_id=agent)
-        result = mem.remember(ctx, f"The release train leaves on day {value}.", type=type_name,
-                              agent_scope=scope, private=private, key="release.day",
-                              value=value, authority=authority, confidence=confidence,
-                              now=T0 + timedelta(minutes=step))  # fmt: skip
-        for record_id in [*(result.superseded or []), *(result.related or [])]:
-            mem.get(ctx, record_id)
-        if fix and result.record is not None and result.record.status == Status.ACTIVE:
-            mem.correct(ctx, result.record.id, f"The release train leaves on day {step}.",
-                        value=f"fixed {step}", now=T0 + timedelta(minutes=step, seconds=30))
-    _every_link_visible(mem)
-    active = [r for r in mem.list(CODER, status="active", limit=1000) if r.key]
-    slots = [(r.agent_id, r.key) for r in active if r.contested_with is None]
-    assert len(slots) == len(set(slots))
+    with open_fresh() as mem:
+        for step, write in enumerate(writes):
+            agent, type_name, scope, private, value, authority, confidence, fix = write
+            if agent is None and scope == "agent":
+                continue
+            ctx = dataclasses.replace(CODER, agent_id=agent)
+            result = mem.remember(ctx, f"The release train leaves on day {value}.", type=type_name,
+                                  agent_scope=scope, private=private, key="release.day",
+                                  value=value, authority=authority, confidence=confidence,
+                                  now=T0 + timedelta(minutes=step))  # fmt: skip
+            for record_id in [*(result.superseded or []), *(result.related or [])]:
+                mem.get(ctx, record_id)
+            if fix and result.record is not None and result.record.status == Status.ACTIVE:
+                mem.correct(ctx, result.record.id, f"The release train leaves on day {step}.",
+                            value=f"fixed {step}", now=T0 + timedelta(minutes=step, seconds=30))
+        _every_link_visible(mem)
+        active = [r for r in mem.list(CODER, status="active", limit=1000) if r.key]
+        slots = [(r.agent_id, r.key) for r in active if r.contested_with is None]
+        assert len(slots) == len(set(slots))

@@ -131,30 +131,30 @@ _QUIET = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
                                  st.sampled_from(["explicit_user", "model_inference"])),
                        min_size=1, max_size=12))  # fmt: skip
 def test_every_write_lands_and_reports_only_what_its_writer_may_see(
-    open_mem: OpenMem, writes: list[tuple[str | None, str, str | None, str | None, str]]
+    open_fresh: OpenMem, writes: list[tuple[str | None, str, str | None, str | None, str]]
 ) -> None:
-    mem = open_mem("sqlite://:memory:")
-    for step, (agent, type_name, agent_scope, key, authority) in enumerate(writes):
-        if agent is None and agent_scope == "agent":
-            continue
-        ctx = dataclasses.replace(CODER, agent_id=agent)
-        result = mem.remember(ctx, f"Memory {step} about the release train.", type=type_name,
-                              agent_scope=agent_scope, key=key, value=step,
-                              authority=authority, confidence=0.9,
-                              now=T0 + timedelta(minutes=step))  # fmt: skip
-        for record_id in [*(result.superseded or []), *(result.related or [])]:
-            mem.get(ctx, record_id)  # NotFound would be a foreign id
-        if result.record is None:
-            continue
-        record = result.record
-        for reader in AGENTS:
-            view = dataclasses.replace(CODER, agent_id=reader)
-            visible = record.agent_id is None or record.agent_id == reader
-            try:
-                mem.get(view, record.id)
-                assert visible, (reader, record.agent_id)
-            except NotFound:
-                assert not visible, (reader, record.agent_id)
-    active = [r for r in mem.list(CODER, status="active", limit=1000) if r.key]
-    slots = [(r.agent_id, r.key) for r in active if r.contested_with is None]
-    assert len(slots) == len(set(slots))
+    with open_fresh() as mem:
+        for step, (agent, type_name, agent_scope, key, authority) in enumerate(writes):
+            if agent is None and agent_scope == "agent":
+                continue
+            ctx = dataclasses.replace(CODER, agent_id=agent)
+            result = mem.remember(ctx, f"Memory {step} about the release train.", type=type_name,
+                                  agent_scope=agent_scope, key=key, value=step,
+                                  authority=authority, confidence=0.9,
+                                  now=T0 + timedelta(minutes=step))  # fmt: skip
+            for record_id in [*(result.superseded or []), *(result.related or [])]:
+                mem.get(ctx, record_id)  # NotFound would be a foreign id
+            if result.record is None:
+                continue
+            record = result.record
+            for reader in AGENTS:
+                view = dataclasses.replace(CODER, agent_id=reader)
+                visible = record.agent_id is None or record.agent_id == reader
+                try:
+                    mem.get(view, record.id)
+                    assert visible, (reader, record.agent_id)
+                except NotFound:
+                    assert not visible, (reader, record.agent_id)
+        active = [r for r in mem.list(CODER, status="active", limit=1000) if r.key]
+        slots = [(r.agent_id, r.key) for r in active if r.contested_with is None]
+        assert len(slots) == len(set(slots))

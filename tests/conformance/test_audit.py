@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from backends import table_rows
 from engram import Context, Engram
 from engram.store.predicate import Subject
 
@@ -71,7 +72,7 @@ def test_audit_entries_never_contain_content(mem: Engram, ctx: Context) -> None:
     for user in ("u1", "u3", ""):
         linked += mem.store.audit_entries(Subject("acme", user))
     assert mem.store.audit_entries(Subject("acme", "u2")) == []  # erased: unlinkable
-    entries = [dict(row) for row in mem.store._rows(("SELECT * FROM audit", {}))]
+    entries = table_rows(mem.store, "audit")
     assert len(entries) == mem.audit_verify().entries
     assert len(linked) < len(entries)  # u2's entries remain in the chain, unnamed
     operations = {entry["operation"] for entry in entries}

@@ -114,10 +114,10 @@ def test_a_document_row_exported_before_the_cap_is_lowered_to_it(mem: Engram, ct
     assert copy.authority == "tool_observation"
 
 
-def test_an_imported_chain_can_be_corrected_again(sqlite_file_url: str, open_mem: OpenMem) -> None:
+def test_an_imported_chain_can_be_corrected_again(store_url: str, open_mem: OpenMem) -> None:
     """The import places an ADDed version in its chain in place: later versions may
     still supersede it (a delete and re-insert would mark its id as forgotten)."""
-    mem = open_mem(sqlite_file_url)
+    mem = open_mem(store_url)
     a, b = Context(tenant_id="t", user_id="a"), Context(tenant_id="t", user_id="b")
     first = mem.remember(a, "Deploy region is eu-west-1.", key="deploy.region", value="eu")
     assert first.record is not None

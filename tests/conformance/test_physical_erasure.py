@@ -211,9 +211,9 @@ def _race(mem: Engram, ctx: Context, target_id: str, trial: int) -> ForgetReceip
 
 
 def test_forget_racing_correct_never_verifies_a_surviving_version(
-    sqlite_file_url: str, open_mem: Callable[..., Engram], ctx: Context
+    shared_url: str, open_mem: Callable[..., Engram], ctx: Context
 ) -> None:
-    mem = open_mem(sqlite_file_url)
+    mem = open_mem(shared_url)
     admin = Visibility.of(resolve(ctx))
     for trial in range(50):
         target = mem.remember(ctx, f"Trial {trial}: the deploy window is Monday.",

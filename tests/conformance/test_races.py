@@ -1,7 +1,8 @@
 """Concurrent changes to one memory: decisions are made on what the transaction sees.
 
-Each writer is its own ``Engram`` on the same database file (its own connection,
-so SQLite's file locks arbitrate as between processes). After every trial the
+Each writer is its own ``Engram`` on the same store (a SQLite file: its own
+connection, so SQLite's file locks arbitrate as between processes; a PostgreSQL
+database: its own pool, so the slot locks and constraints arbitrate). After every trial the
 version graph must hold its invariants: at most one active, uncontested version
 per key, no forked or cyclic chains, and a successful retraction or deletion is
 never undone by a correction that raced it.
@@ -19,8 +20,10 @@ from typing import Any
 import pytest
 from tests.conftest import T0, OpenMem
 
+from backends import RedisPrefixes
 from engram import Config, Conflict, Context, Engram, NotFound, Status
 from engram.config import SQLiteConfig, StoreConfig
+from engram.working import WorkingConfig
 
 KEY = "deploy.region"
 ALL = [s.value for s in Status]
@@ -79,9 +82,9 @@ def _seed(mem: Engram, ctx: Context) -> str:
 
 
 def test_two_racing_corrections_leave_one_active_version(
-    sqlite_file_url: str, open_mem: OpenMem, ctx: Context
+    shared_url: str, open_mem: OpenMem, ctx: Context
 ) -> None:
-    a, b = _writers(open_mem, sqlite_file_url, 2)
+    a, b = _writers(open_mem, shared_url, 2)
     for trial in range(25):
         target = _seed(a, ctx)
         got = _race(partial(a.correct, ctx, target, f"Deploy to us-east-{trial}a.", value="a"),
@@ -95,9 +98,9 @@ def test_two_racing_corrections_leave_one_active_version(
 
 
 def test_a_retraction_is_never_lost_to_a_racing_correction(
-    sqlite_file_url: str, open_mem: OpenMem, ctx: Context
+    shared_url: str, open_mem: OpenMem, ctx: Context
 ) -> None:
-    a, b = _writers(open_mem, sqlite_file_url, 2)
+    a, b = _writers(open_mem, shared_url, 2)
     for trial in range(25):
         target = _seed(a, ctx)
         retracted, corrected = _race(partial(a.retract, ctx, target),
@@ -117,9 +120,9 @@ def test_a_retraction_is_never_lost_to_a_racing_correction(
 
 
 def test_an_expiry_racing_a_correction_is_never_overwritten(
-    sqlite_file_url: str, open_mem: OpenMem, ctx: Context
+    shared_url: str, open_mem: OpenMem, ctx: Context
 ) -> None:
-    a, b = _writers(open_mem, sqlite_file_url, 2)
+    a, b = _writers(open_mem, shared_url, 2)
     for trial in range(20):
         target = _seed(a, ctx)
         expired, corrected = _race(partial(a.expire, ctx, target),
@@ -139,9 +142,9 @@ def test_an_expiry_racing_a_correction_is_never_overwritten(
 
 
 def test_a_forget_racing_a_correction_leaves_nothing_of_the_chain(
-    sqlite_file_url: str, open_mem: OpenMem, ctx: Context
+    shared_url: str, open_mem: OpenMem, ctx: Context
 ) -> None:
-    a, b = _writers(open_mem, sqlite_file_url, 2)
+    a, b = _writers(open_mem, shared_url, 2)
     for trial in range(25):
         target = _seed(a, ctx)
         receipt, corrected = _race(partial(a.forget, ctx, target),
@@ -156,9 +159,9 @@ def test_a_forget_racing_a_correction_leaves_nothing_of_the_chain(
 
 
 def test_many_writers_on_one_key_keep_the_version_graph(
-    sqlite_file_url: str, open_mem: OpenMem, ctx: Context
+    shared_url: str, open_mem: OpenMem, ctx: Context
 ) -> None:
-    writers = _writers(open_mem, sqlite_file_url, 4)
+    writers = _writers(open_mem, shared_url, 4)
     _seed(writers[0], ctx)
     errors: list[BaseException] = []
 
@@ -206,13 +209,16 @@ def test_a_stale_target_is_a_conflict_naming_the_current_version(
     assert mem.get(ctx, newer.record.id).status == Status.ACTIVE
 
 
-def _process_writer(url: str, seed: int, steps: int) -> int:
-    """One writer process: random changes to the key; returns the unexpected errors."""
+def _process_writer(url: str, seed: int, steps: int, working: tuple[str, str] | None) -> int:
+    """One writer process: random changes to the key; returns the unexpected errors.
+    ``working``: (Redis URL, key prefix) of a server store's working memory."""
     ctx = Context(tenant_id="acme", user_id="u1", agent_id="coder")
     rng = random.Random(seed)
     unexpected = 0
-    patient = Config(store=StoreConfig(sqlite=SQLiteConfig(busy_timeout_ms=30_000)))
-    with Engram.open(url, embedder="hashing", config=patient) as mem:
+    patient = Config(store=StoreConfig(sqlite=SQLiteConfig(busy_timeout_ms=30_000)),
+                     working=WorkingConfig(redis_prefix=working[1] if working else "engram"))
+    spec = working[0] if working else None
+    with Engram.open(url, embedder="hashing", config=patient, working=spec) as mem:
         for step in range(steps):
             active = [r for r in mem.list(ctx, status="active", limit=100) if r.key == KEY]
             try:
@@ -229,27 +235,34 @@ def _process_writer(url: str, seed: int, steps: int) -> int:
     return unexpected
 
 
-def test_writer_processes_keep_the_version_graph(sqlite_file_url: str, open_mem: OpenMem) -> None:
+def test_writer_processes_keep_the_version_graph(
+    shared_url: str, open_mem: OpenMem, redis_prefixes: RedisPrefixes
+) -> None:
     import multiprocessing
 
     ctx = Context(tenant_id="acme", user_id="u1", agent_id="coder")
-    _seed(open_mem(sqlite_file_url), ctx)
+    _seed(open_mem(shared_url), ctx)
+    options = redis_prefixes.options(shared_url, {})
+    working = None
+    if "working" in options:  # a server store: the processes share its Redis prefix
+        working = (options["working"], options["config"].working.redis_prefix)
     spawn = multiprocessing.get_context("spawn")
     with spawn.Pool(3) as pool:
-        unexpected = pool.starmap(_process_writer, [(sqlite_file_url, s, 30) for s in range(3)])
+        jobs = [(shared_url, s, 30, working) for s in range(3)]
+        unexpected = pool.starmap(_process_writer, jobs)
     assert unexpected == [0, 0, 0]
-    check_version_graph(open_mem(sqlite_file_url), ctx)
+    check_version_graph(open_mem(shared_url), ctx)
 
 
 def test_two_racing_imports_of_one_export_store_it_once(
-    sqlite_file_url: str, open_mem: OpenMem, ctx: Context
+    shared_url: str, open_mem: OpenMem, ctx: Context
 ) -> None:
     from tests.conformance.test_write_lock import SlowEmbedder
 
     slow = SlowEmbedder()
     config = Config(store=StoreConfig(sqlite=SQLiteConfig(busy_timeout_ms=30_000)))
-    first = open_mem(sqlite_file_url, embedder=slow, config=config)
-    second = open_mem(sqlite_file_url, config=config)
+    first = open_mem(shared_url, embedder=slow, config=config)
+    second = open_mem(shared_url, config=config)
     source = Context(tenant_id=ctx.tenant_id, user_id="exporter")
     second.remember(source, "Deploy to eu-west-1.", key=KEY, value="eu-west-1")
     rows = [{**row, "status": "superseded"} for row in second.export(source)]
@@ -265,3 +278,22 @@ def test_two_racing_imports_of_one_export_store_it_once(
     racer.join(30)
     assert len(out) == 2
     assert len(second.list(ctx, status=None, limit=100)) == 1
+
+
+def test_batches_locking_slots_in_opposite_orders_both_commit(
+    shared_url: str, open_mem: OpenMem, ctx: Context
+) -> None:
+    """A batch locks its slots in item order; two batches over the same keys in opposite
+    orders must neither deadlock nor lose an item (on PostgreSQL, writers of one
+    tenant take turns; SQLite has one writer at a time)."""
+    a, b = _writers(open_mem, shared_url, 2)
+    keys = [f"k{i}" for i in range(6)]
+    for trial in range(5):
+        forward = [{"content": f"Setting {k} is f{trial}.", "key": k, "value": f"f{trial}"}
+                   for k in keys]  # fmt: skip
+        backward = [{"content": f"Setting {k} is b{trial}.", "key": k, "value": f"b{trial}"}
+                    for k in reversed(keys)]  # fmt: skip
+        got = _race(partial(a.remember_many, ctx, forward), partial(b.remember_many, ctx, backward))
+        assert not any(isinstance(g, Exception) for g in got), got
+        active = [r for r in a.list(ctx, status="active", limit=1000) if r.key in keys]
+        assert sorted(r.key for r in active if r.contested_with is None) == keys

@@ -42,10 +42,10 @@ def _write_with_384(url: str, open_mem: Callable[..., Engram], ctx: Context) -> 
 
 
 def test_another_model_is_refused_until_the_index_is_rebuilt(
-    sqlite_file_url: str, open_mem: Callable[..., Engram], ctx: Context
+    shared_url: str, open_mem: Callable[..., Engram], ctx: Context
 ) -> None:
-    ids = _write_with_384(sqlite_file_url, open_mem, ctx)
-    mem = open_mem(sqlite_file_url, embedder=HashingEmbedder(dimension=128))
+    ids = _write_with_384(shared_url, open_mem, ctx)
+    mem = open_mem(shared_url, embedder=HashingEmbedder(dimension=128))
     vis = Visibility.of(resolve(ctx))
     with pytest.raises(IndexMismatch, match="engram index rebuild") as info:
         _vector(mem, vis, "Kotlin payments")

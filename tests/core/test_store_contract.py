@@ -66,10 +66,14 @@ def test_backend_settings_are_checked() -> None:
         PostgresConfig(text_search="no such; config")
 
 
+def _compares(sql: str, column: str, param: str) -> bool:
+    """``sql`` compares ``column`` with the parameter ``param`` (either backend's style)."""
+    return any(f"{column} = {p}" in sql for p in (f":{param}", f"%({param})s"))
+
+
 def test_keyed_and_deduplicated_writes_lock_their_slot_before_reading_it(
-    tmp_path: Path, ctx: Context
+    mem: Engram, ctx: Context
 ) -> None:
-    mem = Engram.open(f"sqlite:///{tmp_path}/l.db", embedder="hashing")
     events: list[str] = []
     store = mem.store
     locked = store.lock_slot
@@ -80,7 +84,8 @@ def test_keyed_and_deduplicated_writes_lock_their_slot_before_reading_it(
 
     store.lock_slot = lock_slot  # type: ignore[method-assign]
     store.tracer = lambda sql, params: events.append(
-        "read key" if "r.key = :key" in sql else "read hash" if "content_hash = :hash" in sql
+        "read key" if _compares(sql, "r.key", "key")
+        else "read hash" if _compares(sql, "content_hash", "hash")
         else "other"
     )  # fmt: skip
     try:
@@ -95,11 +100,10 @@ def test_keyed_and_deduplicated_writes_lock_their_slot_before_reading_it(
 
 
 def test_a_batch_takes_every_slot_lock_sorted_before_its_first_read(
-    tmp_path: Path, ctx: Context
+    mem: Engram, ctx: Context
 ) -> None:
     """Two batches naming the same keys in opposite orders must lock in one order,
     or a backend with concurrent writers deadlocks them against each other."""
-    mem = Engram.open(f"sqlite:///{tmp_path}/b.db", embedder="hashing")
     events: list[str] = []
     store = mem.store
     locked = store.lock_slot
@@ -166,14 +170,13 @@ def test_the_contract_module_names_what_it_exports() -> None:
     assert Config().store.sqlite == SQLiteConfig()
 
 
-def test_apply_inside_an_open_transaction_is_all_or_nothing(tmp_path: Path, ctx: Context) -> None:
+def test_apply_inside_an_open_transaction_is_all_or_nothing(mem: Engram, ctx: Context) -> None:
     """A failing change undoes the batch's earlier changes even when the caller's
     transaction goes on (a savepoint), as the contract promises."""
     from engram.errors import EngramError
     from engram.scope import resolve
     from engram.store.contract import Insert, Listing
 
-    mem = Engram.open(f"sqlite:///{tmp_path}/t.db", embedder="hashing")
     try:
         kept = mem.remember(ctx, "The build server is ci-7.", type="fact").record
         assert kept is not None
@@ -188,11 +191,10 @@ def test_apply_inside_an_open_transaction_is_all_or_nothing(tmp_path: Path, ctx:
         mem.close()
 
 
-def test_an_update_never_reaches_another_tenants_record(tmp_path: Path, ctx: Context) -> None:
+def test_an_update_never_reaches_another_tenants_record(mem: Engram, ctx: Context) -> None:
     from engram.errors import StoreError
     from engram.store.contract import Update
 
-    mem = Engram.open(f"sqlite:///{tmp_path}/u.db", embedder="hashing")
     try:
         theirs = mem.remember(ctx, "The vault code hint is a bird.", type="fact").record
         assert theirs is not None
@@ -204,11 +206,10 @@ def test_an_update_never_reaches_another_tenants_record(tmp_path: Path, ctx: Con
         mem.close()
 
 
-def test_a_slot_probe_reads_only_the_callers_tenant_and_user(tmp_path: Path, ctx: Context) -> None:
+def test_a_slot_probe_reads_only_the_callers_tenant_and_user(mem: Engram, ctx: Context) -> None:
     from engram.errors import EngramError
     from engram.store.contract import SlotProbe
 
-    mem = Engram.open(f"sqlite:///{tmp_path}/s.db", embedder="hashing")
     try:
         held = mem.remember(ctx, "The PIN hint is a river.", type="fact", key="pin.hint",
                             value="river").record  # fmt: skip

@@ -1,5 +1,6 @@
-"""Fixtures for the PostgreSQL store tests: a server (``tests/pg_server.py``), a fresh
-database per test, and a store on it. Record builders live in ``pg_records``."""
+"""Fixtures for the PostgreSQL store tests: a store on a fresh database (``pg_url``,
+from ``tests/pg_server.py`` through ``tests/conftest.py``). Record builders live in
+``pg_records``."""
 
 from __future__ import annotations
 
@@ -7,11 +8,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-import pg_server as _server
-
-pg_server = _server.pg_server
-pg_url = _server.pg_url
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -154,8 +155,10 @@ def apply(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(ops=st.lists(operations, min_size=1, max_size=25))  # fmt: skip
-def test_versions_stay_consistent(ops: list[Remember | Correct | Retract]) -> None:
-    with Engram.open("sqlite://:memory:", embedder="hashing", clock=FrozenClock(T0)) as mem:
+def test_versions_stay_consistent(
+    open_fresh: Callable[..., Engram], ops: list[Remember | Correct | Retract]
+) -> None:
+    with open_fresh(clock=FrozenClock(T0)) as mem:
         ids: list[str] = []
         one_way: set[str] = set()
         for n, op in enumerate(ops):

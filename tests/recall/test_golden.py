@@ -1,9 +1,10 @@
 """The governance golden suite (seed 000, "Regression tests for the retrieval layer").
 
-Each case of ``engram/eval/golden/cases.json`` runs on a fresh in-memory store and
-must meet every expectation; then the suite's pooled metrics are held to
-thresholds. The hashing embedder always runs; the local MiniLM model runs when
-installed (and must be installed when ``CI=true``).
+Each case of ``engram/eval/golden/cases.json`` runs on a fresh store of every
+backend (``open_fresh``: SQLite file and memory, PostgreSQL with Redis) and must
+meet every expectation; then the suite's pooled metrics are held to thresholds.
+The hashing embedder always runs; the local MiniLM model runs when installed (and
+must be installed when ``CI=true``).
 
 A case the recall pipeline gets wrong is not bent to pass: it is marked
 ``xfail(strict=True)`` with the diagnosis, so fixing the pipeline turns it into
@@ -16,13 +17,15 @@ import dataclasses
 import importlib.util
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from engram import Context, Engram
+from engram.clock import FrozenClock
 from engram.embed import Embedder, create_embedder
-from engram.eval.golden import GoldenCase, check, load_cases, run_case, run_golden
+from engram.eval.golden import GoldenCase, Opener, check, load_cases, run_case, run_golden
 from engram.eval.golden.cases import Expectations
 from engram.eval.golden.runner import visible_to
 from engram.scope import resolve
@@ -70,22 +73,32 @@ def local() -> Embedder:
     return create_embedder("local")
 
 
-def _failures(case: GoldenCase, embedder: Embedder) -> list[str]:
-    return check(run_case(case, embedder))
+@pytest.fixture
+def opener(open_fresh: Callable[..., Engram]) -> Opener:
+    """Each case's store: a fresh one of the current backend."""
+
+    def _open(embedder: Embedder, clock: FrozenClock) -> Engram:
+        return open_fresh(embedder=embedder, clock=clock)
+
+    return _open
+
+
+def _failures(case: GoldenCase, embedder: Embedder, opener: Opener) -> list[str]:
+    return check(run_case(case, embedder, opener))
 
 
 @pytest.mark.parametrize("case", _params(KNOWN))
-def test_golden_case_hashing(case: GoldenCase, hashing: Embedder) -> None:
-    assert _failures(case, hashing) == []
+def test_golden_case_hashing(case: GoldenCase, hashing: Embedder, opener: Opener) -> None:
+    assert _failures(case, hashing, opener) == []
 
 
 @pytest.mark.parametrize("case", _params(KNOWN_LOCAL))
-def test_golden_case_local(case: GoldenCase, local: Embedder) -> None:
-    assert _failures(case, local) == []
+def test_golden_case_local(case: GoldenCase, local: Embedder, opener: Opener) -> None:
+    assert _failures(case, local, opener) == []
 
 
-def _assert_suite(embedder: Embedder, known: dict[str, str]) -> None:
-    report = run_golden(embedder)
+def _assert_suite(embedder: Embedder, known: dict[str, str], opener: Opener) -> None:
+    report = run_golden(embedder, opener=opener)
     assert report.leaked == 0
     assert report.leakage_rate == 0.0
     assert report.empty_accuracy == 1.0
@@ -99,12 +112,12 @@ def _assert_suite(embedder: Embedder, known: dict[str, str]) -> None:
     assert failing == set(known)
 
 
-def test_golden_suite_hashing(hashing: Embedder) -> None:
-    _assert_suite(hashing, KNOWN)
+def test_golden_suite_hashing(hashing: Embedder, opener: Opener) -> None:
+    _assert_suite(hashing, KNOWN, opener)
 
 
-def test_golden_suite_local(local: Embedder) -> None:
-    _assert_suite(local, KNOWN_LOCAL)
+def test_golden_suite_local(local: Embedder, opener: Opener) -> None:
+    _assert_suite(local, KNOWN_LOCAL, opener)
 
 
 # -- the harness itself -----------------------------------------------------------

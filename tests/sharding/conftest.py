@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pg_server import PgServer, pg_server, pg_url, require_service  # noqa: F401 - fixtures
+from pg_server import require_service
 
 
 @pytest.fixture(scope="module")

@@ -16,11 +16,16 @@ from engram.store.config import StoreConfig
 from engram.store.contract import Maintenance, Store
 from engram.store.url import scheme_of, sqlite_path
 
-__all__ = ["Backend", "open_store"]
+__all__ = ["Backend", "migrate", "open_store"]
 
 
 class Backend(Store, Maintenance, Protocol):
-    """A store and its administration: what ``open_store`` returns."""
+    """A store and its administration: what ``open_store`` returns.
+
+    ``applied_migrations``: the schema migrations this open applied, in order
+    (empty when the schema was up to date)."""
+
+    applied_migrations: list[str]
 
 
 def open_store(url: str, config: StoreConfig | None = None) -> Backend:
@@ -47,3 +52,13 @@ def _postgres(url: str, config: StoreConfig) -> Backend:
             f"({exc}); install engram with its postgres extra, or use sqlite:///path"
         ) from exc
     return cast(Backend, module.open_postgres(url, config.postgres))
+
+
+def migrate(url: str, config: StoreConfig | None = None) -> list[str]:
+    """Bring the schema of the store at ``url`` up to date (opening a store migrates
+    it); the names of the migrations applied, in order (``engram migrate``)."""
+    store = open_store(url, config)
+    try:
+        return list(store.applied_migrations)
+    finally:
+        store.close()

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from engram.embed import Embedder, create_embedder
 from engram.eval.golden.cases import CASES_PATH, GoldenCase, load_cases
 from engram.eval.golden.report import CaseMetrics, GoldenReport, case_metrics, check, summarise
-from engram.eval.golden.runner import CaseResult, run_case
+from engram.eval.golden.runner import CaseResult, Opener, in_memory, run_case
 
 __all__ = [
     "CASES_PATH",
@@ -28,6 +28,7 @@ __all__ = [
     "CaseResult",
     "GoldenCase",
     "GoldenReport",
+    "Opener",
     "case_metrics",
     "check",
     "load_cases",
@@ -37,14 +38,16 @@ __all__ = [
 
 
 def run_golden(
-    embedder: str | Embedder = "hashing", cases: Sequence[GoldenCase] | None = None
+    embedder: str | Embedder = "hashing",
+    cases: Sequence[GoldenCase] | None = None,
+    opener: Opener = in_memory,
 ) -> GoldenReport:
     """Run every case (default: the bundled ones) with one embedder and report.
 
-    The embedder is built once and shared by the cases' fresh stores, so a local
-    model loads a single time.
+    The embedder is built once and shared by the cases' fresh stores (each made by
+    ``opener``, by default in memory), so a local model loads a single time.
     """
     model = create_embedder(embedder) if isinstance(embedder, str) else embedder
     name = embedder if isinstance(embedder, str) else model.model_id
     chosen = load_cases() if cases is None else cases
-    return summarise(name, [run_case(case, model) for case in chosen])
+    return summarise(name, [run_case(case, model, opener) for case in chosen])

@@ -1,4 +1,7 @@
-"""Run one golden case against a fresh in-memory Engram and observe the answer.
+"""Run one golden case against a fresh Engram and observe the answer.
+
+The store is a fresh in-memory SQLite one unless the caller passes an ``Opener``
+(a fresh store of another backend: the tests run the suite on PostgreSQL too).
 
 The runner writes the case's memories through the public SDK (``remember``,
 ``remember_global``, ``correct``, ``retract``, ``expire``) with each write's own
@@ -9,7 +12,7 @@ records themselves, independently of the labels.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +25,10 @@ from engram.recall.model import RecallResult
 from engram.scope import Context, Scope, resolve
 from engram.types import Record, WriteResult
 
-__all__ = ["CaseResult", "run_case"]
+__all__ = ["CaseResult", "Opener", "run_case"]
+
+# An Engram on a fresh, empty store, given the embedder and the case's clock.
+Opener = Callable[[Embedder, FrozenClock], Engram]
 
 _SCOPE_FIELDS = {"project": "project_id", "repo": "repository_id", "task": "task_id",
                  "session": "session_id"}  # fmt: skip
@@ -151,11 +157,18 @@ def _observe(case: GoldenCase, world: _World, result: RecallResult, tokens: int)
     )  # fmt: skip
 
 
-def run_case(case: GoldenCase, embedder: str | Embedder = "hashing") -> CaseResult:
-    """Build the case's world in a fresh in-memory store, recall once, observe."""
+def in_memory(embedder: Embedder, clock: FrozenClock) -> Engram:
+    """The default ``Opener``: a fresh in-memory SQLite store."""
+    return Engram.open("sqlite://:memory:", embedder=embedder, clock=clock)
+
+
+def run_case(
+    case: GoldenCase, embedder: str | Embedder = "hashing", opener: Opener = in_memory
+) -> CaseResult:
+    """Build the case's world in a fresh store (``opener``), recall once, observe."""
     model = create_embedder(embedder) if isinstance(embedder, str) else embedder
     request = case.request
-    mem = Engram.open("sqlite://:memory:", embedder=model, clock=FrozenClock(request.now))
+    mem = opener(model, FrozenClock(request.now))
     try:
         world = _World(mem, case)
         result = mem.recall(Context(**request.context), request.query, intent=request.intent,

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from engram.errors import EngramError
 from engram.store.postgres.config import PostgresConfig
-from engram.store.postgres.connect import connect, migrate
+from engram.store.postgres.connect import connect, libpq_url, migrate
 from engram.store.postgres.errors import Server
 
 __all__ = ["main", "run_migrations"]
@@ -24,6 +24,7 @@ __all__ = ["main", "run_migrations"]
 def run_migrations(url: str, config: PostgresConfig | None = None) -> list[str]:
     """Apply pending migrations to the database at ``url``; the names applied."""
     cfg = config or PostgresConfig()
+    url = libpq_url(url)
     server = Server.of(url)
     conn = connect(url, cfg, server)
     try:

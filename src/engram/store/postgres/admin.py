@@ -18,6 +18,7 @@ from contextlib import contextmanager
 
 import numpy as np
 from numpy.typing import NDArray
+from psycopg.pq import TransactionStatus
 
 from engram.errors import StoreError
 from engram.store import erasure, lexicon
@@ -38,6 +39,7 @@ _MUTABLE = (
     "observed_at", "expires_at", "access_count", "last_accessed_at", "embedding_model",
 )  # fmt: skip
 _VACUUMED = ("records", "traces", "forgotten")
+_FAILED = TransactionStatus.INERROR
 
 
 def update_query(record: Record, embedding: NDArray[np.float32] | None = None) -> sql.Query:
@@ -62,8 +64,8 @@ class Admin(AuditLog):
             conn.execute("SELECT set_config('statement_timeout', '0', false)")
             try:
                 yield conn
-            finally:
-                if not conn.closed:
+            finally:  # not on a failed transaction: its rollback restores the setting
+                if not conn.closed and conn.info.transaction_status != _FAILED:
                     conn.execute(
                         "SELECT set_config('statement_timeout', %(t)s, false)",
                         {"t": str(self.config.statement_timeout_ms)},
@@ -118,6 +120,7 @@ class Admin(AuditLog):
     def put_traces(self, rows: Sequence[traces.TraceRow], keep: int) -> None:
         """Store traces; then keep only the newest ``keep`` of each tenant written to."""
         with self.transaction():
+            self.writing(*(row.tenant_id for row in rows))
             self.run_many(traces.INSERT, [traces.params(row) for row in rows], "storing traces")
             for query in traces.retention((row.tenant_id for row in rows), keep):
                 self.run(query, "trace retention")
@@ -129,34 +132,38 @@ class Admin(AuditLog):
 
     def delete_traces(self, subject: Subject) -> int:
         """Delete a subject's stored recall traces."""
+        self.writing(subject.tenant_id)
         cond, params = subject.sql("t", POSTGRES)
         return self.run((f"DELETE FROM traces AS t WHERE {cond}", params), "deleting traces")
 
     def delete_traces_naming(self, tenant: Tenant, ids: Sequence[str]) -> int:
         """Delete the tenant's stored traces that name any of ``ids``."""
+        self.writing(tenant.tenant_id)
         return self.run(traces.delete_naming(tenant, ids), "deleting traces") if ids else 0
 
     # -- erasure ----------------------------------------------------------------------
 
-    def _ids(self, query: sql.Query) -> list[str]:
+    def _ids(self, query: sql.Query, tenant_id: str) -> list[str]:
+        self.writing(tenant_id)
         return [str(row[0]) for row in self.rows(query, "an erasure lookup")]
 
     def subject_ids(self, subject: Subject) -> list[str]:
         """Ids of every record of one subject."""
-        return self._ids(sql.subject_ids(subject))
+        return self._ids(sql.subject_ids(subject), subject.tenant_id)
 
     def derived_ids(self, tenant: Tenant, ids: Sequence[str]) -> list[str]:
         """Ids of the tenant's records derived from any of ``ids``."""
-        return self._ids(sql.derived_ids(tenant, ids)) if ids else []
+        return self._ids(sql.derived_ids(tenant, ids), tenant.tenant_id) if ids else []
 
     def successors(self, tenant: Tenant, ids: Sequence[str]) -> list[str]:
         """Ids of the tenant's records that supersede any of ``ids``."""
-        return self._ids(sql.successors(tenant, ids)) if ids else []
+        return self._ids(sql.successors(tenant, ids), tenant.tenant_id) if ids else []
 
     def erasure_strings(self, tenant: Tenant, ids: Sequence[str]) -> list[str]:
         """The texts of the tenant's records among ``ids``, read before erasing them."""
         if not ids:
             return []
+        self.writing(tenant.tenant_id)
         found = self.rows(sql.erasure_strings(tenant, ids), "reading erased texts")
         return [value for row in found for value in row if value]
 
@@ -255,6 +262,7 @@ class Admin(AuditLog):
         if not records:
             return
         with self.transaction(), self.connection("storing vectors") as conn:
+            self.writing(*{r.tenant_id for r in records})
             for model in {r.embedding_model for r in records if r.embedding_model}:
                 self.claim_vector_model(conn, model, int(vectors.shape[1]))
             queries = [update_query(r, np.ascontiguousarray(v, dtype=np.float32))

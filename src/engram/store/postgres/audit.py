@@ -19,8 +19,9 @@ from psycopg.rows import dict_row
 from engram.store.audit import GENESIS, AuditEntry, AuditReport, entry_hash, verify_chain
 from engram.store.dialect import POSTGRES
 from engram.store.postgres.session import Conn, Session, on
-from engram.store.predicate import Subject
+from engram.store.predicate import Subject, Tenant
 from engram.store.pseudonyms import is_pseudonym, pseudonym, pseudonymised
+from engram.store.rows import to_micros
 
 __all__ = ["AuditLog"]
 
@@ -28,12 +29,19 @@ _HEAD = (
     "INSERT INTO audit_heads (tenant_id, seq, hash) VALUES (%(t)s, 0, %(genesis)s)"
     " ON CONFLICT (tenant_id) DO UPDATE SET seq = audit_heads.seq RETURNING seq, hash"
 )
-_APPEND = (
-    "WITH head AS (UPDATE audit_heads SET seq = %(seq)s, hash = %(hash)s WHERE tenant_id = %(t)s)"
-    " INSERT INTO audit (tenant_id, seq, at, user_id, actor, operation, record_ids, reason,"
-    " prev_hash, hash) VALUES (%(t)s, %(seq)s, %(at)s, %(user)s, %(actor)s, %(op)s, %(ids)s,"
-    " %(reason)s, %(prev)s, %(hash)s)"
-)
+
+
+def _append(tenant: Tenant) -> tuple[str, dict[str, Any]]:
+    """Move the tenant's chain head and insert the entry, in one statement (the head
+    row is the one ``_HEAD`` locked)."""
+    cond, params = tenant.sql("h", POSTGRES)
+    text = (
+        f"WITH head AS (UPDATE audit_heads AS h SET seq = %(seq)s, hash = %(hash)s WHERE {cond})"
+        " INSERT INTO audit (tenant_id, seq, at, user_id, actor, operation, record_ids, reason,"
+        " prev_hash, hash) VALUES (%(t)s, %(seq)s, %(at)s, %(user)s, %(actor)s, %(op)s, %(ids)s,"
+        " %(reason)s, %(prev)s, %(hash)s)"
+    )
+    return text, params
 
 
 class AuditLog(Session):
@@ -60,12 +68,14 @@ class AuditLog(Session):
 
     def audit_name(self, subject: Subject) -> str | None:
         """How the audit log names ``subject`` now (None: never audited, or erased)."""
+        self.writing(subject.tenant_id)
         with self.connection("reading an audit pseudonym") as conn:
             key = self._audit_key(conn, subject, create=False)
         return None if key is None else pseudonym(key, subject.tenant_id, subject.user_id)
 
     def forget_audit_subject(self, subject: Subject) -> int:
         """Delete the subject's pseudonym key: its audit entries become unlinkable."""
+        self.writing(subject.tenant_id)
         cond, params = subject.sql("k", POSTGRES)
         return self.run((f"DELETE FROM audit_subjects AS k WHERE {cond}", params))
 
@@ -78,10 +88,13 @@ class AuditLog(Session):
             entry = pseudonymised(entry, pseudonym(key, entry.tenant_id, entry.user_id))
         seq, prev = on(conn, (_HEAD, {"t": entry.tenant_id, "genesis": GENESIS}))[0]
         digest = entry_hash(prev, entry)
+        text, head = _append(Tenant(entry.tenant_id))
         conn.execute(
-            _APPEND,
+            text,
             {
-                "t": entry.tenant_id, "seq": int(seq) + 1, "at": entry.at, "user": entry.user_id,
+                **head,
+                "t": entry.tenant_id, "seq": int(seq) + 1, "at": to_micros(entry.at),
+                "user": entry.user_id or "",
                 "actor": entry.actor, "op": entry.operation,
                 "ids": json.dumps(list(entry.record_ids)), "reason": entry.reason,
                 "prev": prev, "hash": digest,

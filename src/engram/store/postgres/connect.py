@@ -18,18 +18,32 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
 
-from engram.errors import MigrationError
+from engram.errors import ConfigError, MigrationError
 from engram.store.postgres.config import PostgresConfig
 from engram.store.postgres.errors import Server, mapped, translate
 from engram.store.postgres.schema import TEXT_CONFIG_KEY, migrations
 
-__all__ = ["connect", "migrate", "open_pool", "session_settings"]
+__all__ = ["connect", "libpq_url", "migrate", "open_pool", "session_settings"]
 
 _MIGRATE_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('engram:migrate', 0))"
 _LEDGER = (
     "CREATE TABLE IF NOT EXISTS engram_migrations"
     " (name text PRIMARY KEY, at timestamptz NOT NULL DEFAULT now())"
 )
+
+
+def libpq_url(url: str) -> str:
+    """``url`` as libpq takes it: SQLAlchemy-style ``postgresql+psycopg://`` (any
+    ``+driver``) and ``postgres://`` become ``postgresql://``; a ``key=value``
+    connection string is returned as given. Another ``+driver`` than psycopg is
+    accepted too: the URL names the server, this store always speaks psycopg 3."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    base = scheme.split("+", 1)[0].lower()
+    if base not in ("postgresql", "postgres"):
+        raise ConfigError(f"not a PostgreSQL URL (scheme {scheme!r}); use postgresql://...")
+    return f"postgresql://{rest}"
 
 
 def connect(url: str, config: PostgresConfig, server: Server) -> psycopg.Connection[Any]:

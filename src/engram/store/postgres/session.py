@@ -6,12 +6,29 @@ runs meanwhile runs on it, so it reads its own uncommitted writes. Other threads
 keep borrowing connections from the pool, one statement (or probe) at a time, so
 readers never wait for a writer. Every driver failure leaves here as an engram
 error (``errors.mapped``) naming host and database, never the password.
+
+Writers of one tenant take turns (``writing``): the first statement of a
+transaction that touches a tenant takes that tenant's transaction-scoped
+advisory lock. The write path re-reads what it decides on inside its
+transaction, which SQLite's one writer at a time makes current; here the lock
+does (a correction racing a retraction of the same record reads the winner's
+version, a deletion sees the version a racing correction added), and writers
+of one tenant never deadlock on each other's row and slot locks. Their audit
+appends are serialised per tenant anyway (one hash chain); other tenants'
+writers and every reader outside a transaction never wait.
+
+``tracer`` (as on the SQLite store) sees every statement with its parameters
+before it is sent, each parameter set of a pipelined batch, and ``COMMIT``
+before a transaction commits; tests pin what each call sends and inject
+failures. Statements reach it through the cursors of this store's connections
+(``cursor_factory``), so no call site can bypass it.
 """
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -23,9 +40,36 @@ from engram.store.postgres.config import PostgresConfig
 from engram.store.postgres.errors import Server, mapped
 from engram.store.postgres.sql import Query
 
-__all__ = ["Session"]
+__all__ = ["Session", "Tracer"]
+
+_TENANT_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%(name)s, 0))"
 
 Conn = psycopg.Connection[Any]
+Tracer = Callable[[str, Mapping[str, Any]], None]
+
+
+def _text(query: Any) -> str:
+    """A statement's text as the tracer sees it (bytes for multi-statement scripts)."""
+    return query.decode() if isinstance(query, bytes) else str(query)
+
+
+def _traced_cursor(session: Session) -> type[psycopg.Cursor[Any]]:
+    """A cursor class reporting each statement to ``session.tracer`` when one is set."""
+
+    class TracedCursor(psycopg.Cursor[Any]):
+        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            if session.tracer is not None:
+                session.tracer(_text(query), params if isinstance(params, Mapping) else {})
+            return super().execute(query, params, **kwargs)
+
+        def executemany(self, query: Any, params_seq: Iterable[Any], **kwargs: Any) -> None:
+            if session.tracer is not None:
+                params_seq = list(params_seq)
+                for params in params_seq:
+                    session.tracer(_text(query), params if isinstance(params, Mapping) else {})
+            super().executemany(query, params_seq, **kwargs)
+
+    return TracedCursor
 
 
 class Session:
@@ -40,6 +84,8 @@ class Session:
         self._pool = pool
         self._local = threading.local()
         self._closed = False
+        self.tracer: Tracer | None = None
+        self._cursor = _traced_cursor(self)
 
     # -- connections and transactions -------------------------------------------
 
@@ -60,17 +106,40 @@ class Session:
         raises ``Unavailable`` and nothing of the unit is kept."""
         held = self._held()
         if held is not None:
-            with self._savepoint(held):
-                yield
+            locked = set(self._local.tenants)
+            try:
+                with self._savepoint(held):
+                    yield
+            except BaseException:  # a rolled-back savepoint releases its locks
+                self._local.tenants &= locked
+                raise
             return
         self._check_open()
-        with mapped(self.server, "a transaction"), self._pool.connection() as conn:
+        with mapped(self.server, "a transaction"), self._borrowed() as conn:
             self._local.conn = conn
+            self._local.tenants = set()
             try:
                 with conn.transaction():
                     yield
+                    if self.tracer is not None:
+                        self.tracer("COMMIT", {})
             finally:
                 self._local.conn = None
+                self._local.tenants = set()
+
+    def writing(self, *tenant_ids: str) -> None:
+        """Inside this thread's transaction, take the writer lock of each tenant it
+        does not hold yet (in sorted order), before the statements that touch
+        them; outside a transaction, nothing."""
+        conn = self._held()
+        if conn is None:
+            return
+        tenants: set[str] = self._local.tenants
+        for tenant_id in sorted(set(tenant_ids) - tenants):
+            name = json.dumps(["engram:tenant", tenant_id])
+            with mapped(self.server, "taking a tenant's writer lock"):
+                conn.execute(_TENANT_LOCK, {"name": name})
+            tenants.add(tenant_id)
 
     @contextmanager
     def _savepoint(self, conn: Conn) -> Iterator[None]:
@@ -86,7 +155,14 @@ class Session:
                 yield held
             return
         self._check_open()
-        with mapped(self.server, doing), self._pool.connection() as conn:
+        with mapped(self.server, doing), self._borrowed() as conn:
+            yield conn
+
+    @contextmanager
+    def _borrowed(self) -> Iterator[Conn]:
+        """A pooled connection whose cursors report to ``tracer``."""
+        with self._pool.connection() as conn:
+            conn.cursor_factory = self._cursor
             yield conn
 
     def _check_open(self) -> None:

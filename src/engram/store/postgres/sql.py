@@ -158,7 +158,7 @@ def lexical(vis: Visibility, config: str, query: str, statuses: Sequence[str], l
     cond, params = _cond(vis)
     sql = (
         f"SELECT {_COLS}, ts_rank(r.lexemes, q.q, 1) AS score"
-        f" FROM websearch_to_tsquery('{config}'::regconfig, %(query)s) q(q), records r"
+        f" FROM records r, websearch_to_tsquery('{config}'::regconfig, %(query)s) q(q)"
         f" WHERE r.lexemes @@ q.q AND {cond} AND {_STATUS}"
         " ORDER BY score DESC, r.id LIMIT %(limit)s"
     )

@@ -7,10 +7,12 @@ a change that fails, or a connection that drops before ``COMMIT``, leaves
 nothing behind, and a retried ``Insert`` of the same record cannot duplicate it
 (the primary key refuses a second row).
 
-Writers run concurrently here, unlike SQLite: ``lock_slot`` takes a
-transaction-scoped advisory lock, the audit append locks its tenant's chain
-head, and a unique partial index keeps one active version per key whatever
-the interleaving.
+Several processes write here at once, unlike SQLite: writers of one tenant take
+turns from their transaction's first statement on that tenant (``Session.writing``:
+the write path decides on what it re-reads inside its transaction), writers of
+different tenants run concurrently, ``lock_slot`` takes a transaction-scoped
+advisory lock, the audit append locks its tenant's chain head, and a unique
+partial index keeps one active version per key whatever the interleaving.
 """
 
 from __future__ import annotations
@@ -23,14 +25,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from engram.errors import EngramError, StoreError
+from engram.errors import EngramError, InvalidArgument, StoreError
 from engram.store import contract
 from engram.store.dialect import POSTGRES
 from engram.store.lexical import terms
 from engram.store.postgres import sql, vectors
 from engram.store.postgres.admin import Admin, update_query
 from engram.store.postgres.config import PostgresConfig
-from engram.store.postgres.connect import connect, migrate, open_pool, text_config
+from engram.store.postgres.connect import connect, libpq_url, migrate, open_pool, text_config
 from engram.store.postgres.errors import Server
 from engram.store.postgres.session import Conn, on
 from engram.store.predicate import OwnerSlot, Tenant, Visibility
@@ -60,6 +62,24 @@ def _ones(found: Sequence[tuple[Any, ...]]) -> contract.Hits:
     return [(record_from_values(row), 1.0) for row in found]
 
 
+def _one_row(changed: int, record: Record) -> None:
+    """An update names one record of its own tenant (``update_query``'s ``Tenant``
+    condition): a change carrying a foreign or missing id is refused, not ignored."""
+    if changed != 1:
+        raise StoreError(f"no record {record.id!r} in tenant {record.tenant_id!r} to update")
+
+
+def _tenant_of(change: contract.Change) -> str:
+    """The tenant a change writes to (its writer lock is taken first)."""
+    if isinstance(change, (contract.Insert, contract.Update, contract.Place)):
+        return change.record.tenant_id
+    if isinstance(change, (contract.Delete, contract.UnlinkContests)):
+        return change.tenant.tenant_id
+    if isinstance(change, contract.Touch):
+        return change.vis.tenant_id
+    return change.entry.tenant_id
+
+
 class PostgresStore(Admin):
     """System of record, lexical and vector indexes in one PostgreSQL database."""
 
@@ -67,20 +87,26 @@ class PostgresStore(Admin):
     def open(cls, url: str, config: PostgresConfig | None = None) -> PostgresStore:
         """Connect, apply pending migrations and open the pool. An unreachable
         server or a refused login raises ``Unavailable`` naming host and database
-        (never the password); a failed migration raises ``MigrationError``."""
+        (never the password); a failed migration raises ``MigrationError``.
+        ``postgresql+psycopg://`` (any ``+driver``) and ``postgres://`` URLs are
+        taken as ``postgresql://``."""
         cfg = config or PostgresConfig()
+        url = libpq_url(url)
         server = Server.of(url)
         conn = connect(url, cfg, server)
         try:
-            migrate(conn, cfg, server)
+            applied = migrate(conn, cfg, server)
             lexical_config = text_config(conn, server)
         finally:
             conn.close()
-        return cls(open_pool(url, cfg, server), server, cfg, lexical_config)
+        store = cls(open_pool(url, cfg, server), server, cfg, lexical_config)
+        store.applied_migrations = applied
+        return store
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._probes: ThreadPoolExecutor | None = None
+        self.applied_migrations: list[str] = []  # by this open (``engram migrate``)
 
     def close(self) -> None:
         """Stop the probe threads and close the pool."""
@@ -94,15 +120,18 @@ class PostgresStore(Admin):
         """The visible records among ``ids``, in that order."""
         if not ids:
             return []
+        self.writing(vis.tenant_id)
         by_id = {r.id: r for r in _records(self.rows(sql.by_ids(vis, ids), "reading records"))}
         return [by_id[i] for i in ids if i in by_id]
 
     def history(self, vis: Visibility, record_id: str) -> list[Record]:
         """The visible version chain through ``record_id``, oldest first."""
+        self.writing(vis.tenant_id)
         return _records(self.rows(sql.history(vis, record_id), "reading a history"))
 
     def listing(self, vis: Visibility, page: contract.Listing) -> list[Record]:
         """Visible records, newest first (statuses as of ``page.at`` when given)."""
+        self.writing(vis.tenant_id)
         query = sql.listing(vis, page.type_name, page.statuses, page.limit, page.offset,
                             to_micros(page.at))  # fmt: skip
         return _records(self.rows(query, "listing records"))
@@ -113,6 +142,7 @@ class PostgresStore(Admin):
         """Stored vectors of the visible ``ids`` under ``model``."""
         if not ids:
             return {}
+        self.writing(vis.tenant_id)
         found = self.rows(vectors.vectors_of(vis, ids, model), "reading vectors")
         return {str(row[0]): _array(row[1]) for row in found}
 
@@ -125,6 +155,8 @@ class PostgresStore(Admin):
         transaction the probes run concurrently, each on its own pooled connection;
         inside one, in turn on the transaction's connection, each in a savepoint so
         a cancelled probe does not abort the transaction."""
+        self.writing(vis.tenant_id, *(p.slot.tenant_id for p in probes
+                                      if isinstance(p, contract.SlotProbe)))  # fmt: skip
         if len(probes) > 1 and self.config.probe_threads > 1 and not self.in_transaction:
             if self._probes is None:
                 self._probes = ThreadPoolExecutor(self.config.probe_threads, "engram-pg-probe")
@@ -184,8 +216,12 @@ class PostgresStore(Admin):
         return _ones(on(conn, query))
 
     def _slot(self, conn: Conn, vis: Visibility, probe: contract.SlotProbe) -> contract.Hits:
+        """Versions a write to the probe's slot meets (``OwnerSlot.key_sql``), for a
+        caller of that slot's tenant and user only."""
+        if (probe.slot.tenant_id, probe.slot.user_id) != (vis.tenant_id, vis.user_id):
+            raise InvalidArgument("a slot probe reads only the caller's own tenant and user")
         if (probe.key is None) == (probe.content_hash is None):
-            raise StoreError("a SlotProbe takes exactly one of key and content_hash")
+            raise InvalidArgument("a slot probe takes exactly one of key and content_hash")
         if probe.key is not None:
             return _ones(on(conn, sql.slot_by_key(probe.slot, probe.key, probe.statuses)))
         assert probe.content_hash is not None
@@ -199,28 +235,37 @@ class PostgresStore(Admin):
         write meets (``OwnerSlot.key_sql``) span the user's own and the writing
         agent's, so writers through different agents must take turns too."""
         self.in_own_transaction("lock_slot")
+        self.writing(slot.tenant_id)
         name = json.dumps([slot.tenant_id, slot.user_id, slot.scope, key])
         self.run((_SLOT_LOCK, {"slot": name}), "locking a write slot")
 
     def apply(self, changes: Sequence[contract.Change]) -> contract.Applied:
-        """Apply ``changes`` in order, atomically (in the open transaction, else in one
-        of its own): a failing change leaves none of them."""
-        applied = contract.Applied()
+        """Apply ``changes`` in order, atomically: in a transaction of their own, or in
+        a savepoint of the open one, so a failing change leaves none of them (and the
+        caller's transaction can go on). The tenants' writer locks are taken first,
+        outside the savepoint, so they outlast its rollback."""
+        self.writing(*map(_tenant_of, changes))
         with self.transaction(), self.connection("applying changes") as conn:
-            run: list[contract.Insert] = []
-            for change in changes:
-                if isinstance(change, contract.Insert):
-                    run.append(change)
-                    continue
-                self._insert(conn, run)
-                run = []
-                self._change(conn, change, applied)
+            self.writing(*map(_tenant_of, changes))  # a transaction of its own: here
+            return self._apply_all(conn, changes)
+
+    def _apply_all(self, conn: Conn, changes: Sequence[contract.Change]) -> contract.Applied:
+        """Every change in order on ``conn``; consecutive inserts as one batch."""
+        applied = contract.Applied()
+        run: list[contract.Insert] = []
+        for change in changes:
+            if isinstance(change, contract.Insert):
+                run.append(change)
+                continue
             self._insert(conn, run)
+            run = []
+            self._change(conn, change, applied)
+        self._insert(conn, run)
         return applied
 
     def _change(self, conn: Conn, change: contract.Change, applied: contract.Applied) -> None:
         if isinstance(change, contract.Update):
-            conn.execute(*update_query(change.record))
+            _one_row(conn.execute(*update_query(change.record)).rowcount, change.record)
         elif isinstance(change, contract.Place):
             self._place(conn, change.record)
         elif isinstance(change, contract.Delete):
@@ -281,8 +326,9 @@ class PostgresStore(Admin):
         cond, params = Tenant(record.tenant_id).sql("r", POSTGRES)
         sets = ", ".join(f"{column} = %({column})s" for column in _PLACEMENT)
         bound = {column: row[column] for column in (*_PLACEMENT, "id")}
-        conn.execute(f"UPDATE records AS r SET {sets} WHERE r.id = %(id)s AND {cond}",
-                     {**params, **bound})  # fmt: skip
+        done = conn.execute(f"UPDATE records AS r SET {sets} WHERE r.id = %(id)s AND {cond}",
+                            {**params, **bound}).rowcount  # fmt: skip
+        _one_row(done, record)
 
 
 Handler = Callable[[PostgresStore, Conn, Visibility, Any], contract.Hits]

@@ -21,9 +21,8 @@ __all__ = ["INSERT", "TraceRow", "delete_naming", "get", "params", "retention"]
 INSERT = (
     "INSERT INTO traces (tenant_id, trace_id, user_id, visibility, ids, at, body)"
     " VALUES (%(tenant)s, %(id)s, %(user)s, %(vis)s, %(ids)s::text[], %(at)s, %(body)s)"
-    " ON CONFLICT (tenant_id, trace_id) DO UPDATE SET user_id = excluded.user_id,"
-    " visibility = excluded.visibility, ids = excluded.ids, at = excluded.at,"
-    " body = excluded.body"
+    " ON CONFLICT (tenant_id, trace_id) DO UPDATE SET (user_id, visibility, ids, at, body)"
+    " = ROW(excluded.user_id, excluded.visibility, excluded.ids, excluded.at, excluded.body)"
 )
 
 

@@ -54,6 +54,7 @@ class Connection:
         self.settings = settings
         self.path = path
         self.tracer: Tracer | None = None
+        self.applied_migrations: list[str] = []  # by this open (``engram migrate``)
         self._lock = threading.RLock()
         self._depth = 0
         self._owner: int | None = None  # the thread with an open transaction
@@ -88,6 +89,7 @@ class Connection:
             for name, script in MIGRATIONS:
                 if name not in done:
                     self._apply(name, script)
+                    self.applied_migrations.append(name)
 
     def _pending_migrations(self) -> bool:
         """True when a migration has not been applied (or the database is new)."""
