@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import psycopg
 import pytest
-from pg_records import MODEL, make_record, vector_for
+from pg_records import MODEL, later, make_record, vector_for
 
 from engram.store import contract
 from engram.store.audit import AuditEntry
@@ -22,14 +22,14 @@ ACTIVE = ("active",)
 
 def test_traces_are_read_only_under_their_visibility_and_kept_per_tenant(store: Any) -> None:
     record = make_record("traced")
-    rows = [TraceRow.of(VIS, f"t{i}", i, {"selected": [record.id]}) for i in range(4)]
+    rows = [TraceRow.of(VIS, f"t{i}", later(i), {"selected": [record.id]}) for i in range(4)]
     store.put_traces(rows, keep=3)
     assert store.get_trace(VIS, "t0") is None  # retention kept the newest three
     assert store.get_trace(VIS, "t3") is not None
     other_agent = Visibility("acme", "u1", "a2", VIS.named)
     assert store.get_trace(other_agent, "t3") is None
     assert store.delete_traces_naming(Tenant("acme"), [record.id]) == 3
-    store.put_traces([TraceRow.of(VIS, "t9", 9, {})], keep=3)
+    store.put_traces([TraceRow.of(VIS, "t9", later(9), {})], keep=3)
     assert store.delete_traces(VIS.partition) == 1
 
 
@@ -60,7 +60,7 @@ def test_erasure_lookups_follow_derivations_and_successors(store: Any) -> None:
 
 
 def test_forgetting_the_audit_subject_unlinks_its_entries(store: Any) -> None:
-    entry = AuditEntry(1, "acme", "u1", "user:u1", "ADD", ["x"], "t")
+    entry = AuditEntry(later(1), "acme", "u1", "user:u1", "ADD", ["x"], "t")
     store.apply([contract.Audit(entry)])
     subject = Subject("acme", "u1")
     name = store.audit_name(subject)
@@ -74,7 +74,7 @@ def test_forgetting_the_audit_subject_unlinks_its_entries(store: Any) -> None:
 
 
 def test_the_audit_log_refuses_updates_and_verify_finds_tampering(store: Any, pg_url: str) -> None:
-    store.apply([contract.Audit(AuditEntry(1, "acme", "u1", "admin", "ADD", ["x"], "t"))])
+    store.apply([contract.Audit(AuditEntry(later(1), "acme", "u1", "admin", "ADD", ["x"], "t"))])
     with psycopg.connect(pg_url) as conn:
         with pytest.raises(psycopg.errors.RaiseException, match="append-only"):
             conn.execute("UPDATE audit SET reason = 'edited'")

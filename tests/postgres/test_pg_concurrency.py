@@ -9,7 +9,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from pg_records import make_record
+from pg_records import T0, make_record
 
 from engram.store import contract
 from engram.store.audit import AuditEntry
@@ -35,7 +35,7 @@ def _write(store: Any, content: str, lock: bool) -> None:
         if current is not None:
             retired = current.replace(status=Status.SUPERSEDED, superseded_by=new.id)
             changes.append(contract.Update(retired))
-        entry = AuditEntry(0, "acme", "u1", "user:u1", "SUPERSEDE", [new.id], "test")
+        entry = AuditEntry(T0, "acme", "u1", "user:u1", "SUPERSEDE", [new.id], "test")
         store.apply([*changes, contract.Insert(new), contract.Audit(entry)])
 
 
@@ -106,7 +106,7 @@ def test_a_dropped_connection_before_commit_leaves_nothing_and_a_retry_writes_on
     store: Any, pg_url: str
 ) -> None:
     record = make_record("written once")
-    entry = AuditEntry(0, "acme", "u1", "user:u1", "ADD", [record.id], "test")
+    entry = AuditEntry(T0, "acme", "u1", "user:u1", "ADD", [record.id], "test")
     changes: list[contract.Change] = [contract.Insert(record), contract.Audit(entry)]
     with pytest.raises(Unavailable, match="unavailable"):
         _commit_after_kill(store, pg_url, changes)

@@ -86,7 +86,7 @@ def test_update_place_touch_write_their_fields(store: Any) -> None:
 def test_a_failing_change_in_a_batch_leaves_nothing(store: Any) -> None:
     good = make_record("good")
     clash = make_record("clash")
-    entry = AuditEntry(0, "acme", "u1", "user:u1", "ADD", [good.id], "test")
+    entry = AuditEntry(T0, "acme", "u1", "user:u1", "ADD", [good.id], "test")
     with pytest.raises(StoreError):
         store.apply([contract.Insert(good), contract.Audit(entry), contract.Insert(clash),
                      contract.Insert(clash)])  # fmt: skip
@@ -145,7 +145,9 @@ def _fail_inside(store: Any, change: contract.Change) -> None:
 
 
 def test_audit_ids_come_back_in_order_and_the_chain_verifies(store: Any) -> None:
-    entries = [AuditEntry(i, "acme", "u1", "user:u1", "ADD", [f"id{i}"], "t") for i in range(3)]
+    entries = [
+        AuditEntry(later(i), "acme", "u1", "user:u1", "ADD", [f"id{i}"], "t") for i in range(3)
+    ]
     applied = store.apply([contract.Audit(e) for e in entries])
     assert len(applied.audit_ids) == 3
     assert len(set(applied.audit_ids)) == 3

@@ -118,9 +118,9 @@ def _writes(store: Any, tenant: str) -> dict[str, Record]:
                 contract.Insert(derived, vector_for(derived.content)),
                 contract.Insert(shared, None),
                 contract.Insert(rival, vector_for(rival.content)),
-                contract.Audit(AuditEntry(T0_US, tenant, "u1", "user", "remember",
+                contract.Audit(AuditEntry(T0, tenant, "u1", "user", "remember",
                                           (first.id, second.id), "stated")),
-                contract.Audit(AuditEntry(T0_US, tenant, "", "admin", "import", (), "bulk")),
+                contract.Audit(AuditEntry(T0, tenant, None, "admin", "import", (), "bulk")),
             ]
         )  # fmt: skip
     placed = dataclasses.replace(shared, version=3, source=Source(kind=SourceKind.IMPORT))

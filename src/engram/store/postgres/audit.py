@@ -21,6 +21,7 @@ from engram.store.dialect import POSTGRES
 from engram.store.postgres.session import Conn, Session, on
 from engram.store.predicate import Subject
 from engram.store.pseudonyms import is_pseudonym, pseudonym, pseudonymised
+from engram.store.rows import to_micros
 
 __all__ = ["AuditLog"]
 
@@ -81,7 +82,8 @@ class AuditLog(Session):
         conn.execute(
             _APPEND,
             {
-                "t": entry.tenant_id, "seq": int(seq) + 1, "at": entry.at, "user": entry.user_id,
+                "t": entry.tenant_id, "seq": int(seq) + 1, "at": to_micros(entry.at),
+                "user": entry.user_id or "",
                 "actor": entry.actor, "op": entry.operation,
                 "ids": json.dumps(list(entry.record_ids)), "reason": entry.reason,
                 "prev": prev, "hash": digest,

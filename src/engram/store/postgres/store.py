@@ -205,17 +205,24 @@ class PostgresStore(Admin):
     def apply(self, changes: Sequence[contract.Change]) -> contract.Applied:
         """Apply ``changes`` in order, atomically (in the open transaction, else in one
         of its own): a failing change leaves none of them."""
-        applied = contract.Applied()
+        if self.in_transaction:  # part of the caller's unit: no savepoint of its own
+            with self.connection("applying changes") as conn:
+                return self._apply_all(conn, changes)
         with self.transaction(), self.connection("applying changes") as conn:
-            run: list[contract.Insert] = []
-            for change in changes:
-                if isinstance(change, contract.Insert):
-                    run.append(change)
-                    continue
-                self._insert(conn, run)
-                run = []
-                self._change(conn, change, applied)
+            return self._apply_all(conn, changes)
+
+    def _apply_all(self, conn: Conn, changes: Sequence[contract.Change]) -> contract.Applied:
+        """Every change in order on ``conn``; consecutive inserts as one batch."""
+        applied = contract.Applied()
+        run: list[contract.Insert] = []
+        for change in changes:
+            if isinstance(change, contract.Insert):
+                run.append(change)
+                continue
             self._insert(conn, run)
+            run = []
+            self._change(conn, change, applied)
+        self._insert(conn, run)
         return applied
 
     def _change(self, conn: Conn, change: contract.Change, applied: contract.Applied) -> None:
