@@ -151,6 +151,8 @@ class Memory:
         for proc in self._server():
             try:
                 total += proc.memory_full_info().pss
+            except psutil.NoSuchProcess:
+                continue  # a connection's backend that ended meanwhile
             except (psutil.Error, AttributeError):
                 return None
         return round(total / MB, 1) if self.postmaster else None

@@ -155,3 +155,10 @@ def print_report(payload: Mapping[str, Any]) -> None:
         ["phase", "seconds", "python peak RSS", "PG RSS sum peak", "PG PSS sum end"],
         _memory_rows(payload["memory"]),
     )
+    check = payload["target_check"]
+    print(
+        f"\ntarget (1M records): PG recall p95 {check['pg_recall_p95_ms']} ms <= 25 ms: "
+        f"{'met' if check['pg_recall_p95_met'] else 'NOT met'}; HNSW recall@10 "
+        f"{check['hnsw_recall_at_10']} >= 0.95: {'met' if check['hnsw_recall_met'] else 'NOT met'}"
+        f" (this run: {check['records']:,} records)"
+    )
