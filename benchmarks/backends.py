@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import signal
 import sys
 import time
 import uuid
@@ -49,6 +50,7 @@ from typing import Any
 
 import psycopg
 
+from backends_channels import channel_phase
 from backends_data import Batches, Scope, scopes
 from backends_infra import Memory, pg_server, with_database
 from backends_phases import K, probe_phase, recall_phase, working_phase, write_phase
@@ -196,6 +198,8 @@ def measure(
     try:
         with memory.phase(f"{size}:recall"):
             out["recall"] = recall_phase(mems, users, corpus, size)
+        with memory.phase(f"{size}:channels"):
+            out["channels"] = channel_phase(mems, users, args.channel_queries)
         with memory.phase(f"{size}:vector_probe"):
             out["vector_probe"] = probe_phase(mems, users, sqlite_path, pg_url, args.exact_queries)
         with memory.phase(f"{size}:sdk_writes"):
@@ -216,6 +220,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="10K records, 100 queries")
     parser.add_argument("--queries", type=int, help="queries per user (200; quick 100)")
     parser.add_argument("--exact-queries", type=int, default=20, help="PG exact baseline queries")
+    parser.add_argument(
+        "--channel-queries", type=int, default=50, help="recalls whose probes are replayed"
+    )
     parser.add_argument("--batch", type=int, default=5000, help="records per store.apply")
     parser.add_argument("--writes", type=int, default=2000, help="SDK write sample per mode")
     parser.add_argument("--write-chunk", type=int, default=500, help="items per remember_many")
@@ -234,6 +241,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str]) -> None:
     """Every size against one server; a results file per size."""
     args = parse_args(argv[1:])
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the embedded server too
     with pg_server(args.shared_buffers) as (url, postmaster, settings):
         memory = Memory(postmaster)
         try:

@@ -60,6 +60,16 @@ def _recall_rows(recall: Mapping[str, Any]) -> list[Row]:
     return rows
 
 
+def _channel_rows(channels: Mapping[str, Any]) -> list[Row]:
+    rows = []
+    for user, by in channels.items():
+        kinds = dict.fromkeys([*by["sqlite"], *by["postgres"]])
+        for kind in kinds:
+            s, p = by["sqlite"].get(kind, {}), by["postgres"].get(kind, {})
+            rows.append(_pair(f"{kind} alone {user} p50_ms", s.get("p50_ms"), p.get("p50_ms")))
+    return rows
+
+
 def _probe_rows(probe: Mapping[str, Any]) -> list[Row]:
     rows = []
     for user, by in probe.items():
@@ -142,6 +152,7 @@ def print_report(payload: Mapping[str, Any]) -> None:
     rows = [
         *_load_rows(payload["load"]),
         *_recall_rows(payload["recall"]),
+        *_channel_rows(payload["channels"]),
         *_probe_rows(payload["vector_probe"]),
         *_write_rows(payload["writes"], payload["working_memory"]),
     ]
