@@ -201,7 +201,9 @@ def measure(
         with memory.phase(f"{size}:channels"):
             out["channels"] = channel_phase(mems, users, args.channel_queries)
         with memory.phase(f"{size}:vector_probe"):
-            out["vector_probe"] = probe_phase(mems, users, sqlite_path, pg_url, args.exact_queries)
+            out["vector_probe"] = probe_phase(
+                mems, users, sqlite_path, pg_url, args.exact_queries, args.ef_sweep
+            )
         with memory.phase(f"{size}:sdk_writes"):
             out["writes"] = write_phase(mems, corpus, args.writes, args.write_chunk)
         with memory.phase(f"{size}:working_memory"):
@@ -222,6 +224,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--exact-queries", type=int, default=20, help="PG exact baseline queries")
     parser.add_argument(
         "--channel-queries", type=int, default=50, help="recalls whose probes are replayed"
+    )
+    parser.add_argument(
+        "--ef-sweep", type=int, nargs="*", default=[], help="more hnsw_ef_search values to probe"
     )
     parser.add_argument("--batch", type=int, default=5000, help="records per store.apply")
     parser.add_argument("--writes", type=int, default=2000, help="SDK write sample per mode")

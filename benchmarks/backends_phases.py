@@ -116,10 +116,16 @@ class Probes:
             found = self.reference.vectors(self.vis, ids, self.model)
             matrix = np.stack([found[x] for x in ids]) if ids else np.zeros((0, 1), np.float32)
             recalls.append(self.scope.truth.recall(i, matrix))
+        kinds: dict[str, list[float]] = collections.defaultdict(list)
+        for query, value in zip(self.scope.queries, recalls, strict=False):
+            kinds[query.kind].append(value)
         return {
             "latency": summarize(times),
             "recall_at_10_mean": round(float(np.mean(recalls)), 4),
             "recall_at_10_min": round(float(np.min(recalls)), 2),
+            "recall_at_10_by_query_kind": {
+                k: round(float(np.mean(v)), 4) for k, v in kinds.items()
+            },
             "queries": count,
         }
 
@@ -149,8 +155,10 @@ def probe_phase(
     sqlite_path: str,
     pg_url: str,
     exact_queries: int,
+    ef_sweep: Sequence[int] = (),
 ) -> dict[str, Any]:
-    """The SDK stores' vector probe, and each backend's exact search, per user."""
+    """The SDK stores' vector probe, and each backend's exact search, per user; with
+    ``ef_sweep``, PostgreSQL's probe again at each ``hnsw_ef_search`` value."""
     model = mems["sqlite"].embedder.model_id
     exact_sqlite = SQLiteStore(sqlite_path, SQLiteConfig(vector_estimate_rows=0))
     exact_pg = PostgresStore.open(pg_url, PostgresConfig(statement_timeout_ms=0))
@@ -170,6 +178,14 @@ def probe_phase(
                 ),
                 "postgres_plan": _plan(exact_pg, vis, scope, model),
             }
+            for ef in ef_sweep:
+                tuned = PostgresStore.open(pg_url, PostgresConfig(hnsw_ef_search=ef))
+                try:
+                    out[scope.user][f"postgres_ef_search_{ef}"] = run(
+                        _vector_ids(tuned, vis, model), n
+                    )
+                finally:
+                    tuned.close()
     finally:
         exact_sqlite.close()
         exact_pg.close()

@@ -88,6 +88,11 @@ def _probe_rows(probe: Mapping[str, Any]) -> list[Row]:
                 by["postgres"]["recall_at_10_mean"],
             )
         )
+        for key, value in by.items():
+            if key.startswith("postgres_ef_search_"):
+                label = f"vector probe {user} ef_search={key.rsplit('_', 1)[1]} p95_ms / recall@10"
+                figure = f"{value['latency']['p95_ms']:.1f} / {value['recall_at_10_mean']:.3f}"
+                rows.append([label, None, figure, None])
         rows.append(
             _pair(
                 f"exact baseline {user} p50_ms",
