@@ -96,6 +96,9 @@ class PostgresConfig:
       hashing vectors, where 100 gave 0.941 at half the latency;
       ``benchmarks/pg_vectors.py``); ``hnsw_max_scan_tuples`` how far an iterative
       scan may walk for a selective scope before the exact fallback takes over.
+    * ``exact_below_rows``: a caller who sees fewer vectors than this is searched
+      exactly (a filtered index walk of a small scope misses its nearest rows;
+      0: never).
     * ``text_search``: the text search configuration of the generated ``tsvector``
       column: ``english`` stems as the SQLite store's Porter2 does; ``simple``
       only lowercases, for languages PostgreSQL has no stemmer for. It is fixed
@@ -113,6 +116,7 @@ class PostgresConfig:
     hnsw_ef_construction: int = 64
     hnsw_ef_search: int = 200
     hnsw_max_scan_tuples: int = 20_000
+    exact_below_rows: int = 20_000
     text_search: str = "english"
     probe_threads: int = 4
     maintenance_work_mem: str = "512MB"
@@ -125,6 +129,8 @@ class PostgresConfig:
             )
         if not 1 <= self.min_connections <= self.max_connections:
             raise ConfigError("connections: need 1 <= min_connections <= max_connections")
+        if self.exact_below_rows < 0:
+            raise ConfigError("exact_below_rows must be >= 0")
         if self.statement_timeout_ms < 0 or self.connect_timeout_s < 1:
             raise ConfigError("statement_timeout_ms must be >= 0 and connect_timeout_s >= 1")
         if min(self.hnsw_m, self.hnsw_ef_construction, self.hnsw_ef_search) < 1:

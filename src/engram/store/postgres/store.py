@@ -200,8 +200,11 @@ class PostgresStore(Admin):
         if model is None or probe.limit <= 0:
             return []
         args = (vis, probe.query, probe.model, probe.statuses, probe.limit)
-        found = on(conn, vectors.approximate(*args))
-        if len(found) < probe.limit:  # the walk ran out before the scope did: exact
+        bound = self.config.exact_below_rows
+        small = bound > 0 and int(on(conn, vectors.visible_up_to(
+            vis, probe.model, probe.statuses, bound))[0][0]) < bound  # fmt: skip
+        found = [] if small else on(conn, vectors.approximate(*args))
+        if len(found) < probe.limit:  # a small scope, or the walk ran out before it: exact
             found = on(conn, vectors.exact(*args))
         return [(record_from_values(row), 1.0 - float(row[-1])) for row in found]
 
