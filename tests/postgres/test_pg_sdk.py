@@ -173,3 +173,15 @@ def test_a_recall_whose_every_probe_times_out_is_unavailable(
     assert took < 5
     after, _ = _timed_recall(impatient)  # the lock is gone: the store answers again
     assert after.status == RecallStatus.OK
+
+
+def test_a_malformed_url_never_echoes_its_password() -> None:
+    from engram.errors import ConfigError
+    from engram.store.postgres.errors import Server
+
+    assert "topsecret" not in repr(Server.of("postgresql://u:topsecret@h/db"))
+    with pytest.raises(ConfigError) as caught:
+        Engram.open("postgres://u:top secret@h/db", embedder="hashing",
+                    working="redis://127.0.0.1:6379/0")  # fmt: skip
+    assert "secret" not in str(caught.value)
+    assert "malformed PostgreSQL URL" in str(caught.value)

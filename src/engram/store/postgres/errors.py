@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -47,15 +47,20 @@ class Server:
     port: str
     database: str
     user: str
-    password: str | None  # kept only to scrub it from messages
+    password: str | None = field(default=None, repr=False)  # only to scrub messages
 
     @classmethod
     def of(cls, url: str) -> Server:
         """Parse a ``postgresql://`` URL or a ``key=value`` connection string."""
         try:
             parts = conninfo_to_dict(url)
-        except psycopg.ProgrammingError as exc:
-            raise ConfigError(f"malformed PostgreSQL URL: {_scrubbed(str(exc), url)}") from None
+        except psycopg.ProgrammingError:
+            # the parser's message quotes pieces of the URL, the password among them
+            raise ConfigError(
+                "malformed PostgreSQL URL: expected postgresql://user:password@host:port/db"
+                " with special characters percent-encoded (the URL is not repeated here,"
+                " since it may hold a password)"
+            ) from None
         host = str(parts.get("host") or "localhost")
         return cls(
             host=host,
