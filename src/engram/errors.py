@@ -81,6 +81,17 @@ class MigrationError(StoreError):
 class IndexMismatch(StoreError):
     """Vector search was refused because stored vectors come from another model."""
 
+    @classmethod
+    def between(cls, stored: str, wanted: str) -> IndexMismatch:
+        """The error for a store of ``stored`` vectors opened with ``wanted`` (every
+        backend words it the same way)."""
+        return cls(
+            f"stored vectors come from embedding model {stored!r} but this store was opened "
+            f"with {wanted!r}; vectors of different models are never compared. Run "
+            f"`engram index rebuild` to re-embed every record with the current embedder "
+            f"(key and lexical search keep working meanwhile)."
+        )
+
 
 class Unavailable(StoreError):
     """A server the deployment depends on cannot be reached or refused the connection.

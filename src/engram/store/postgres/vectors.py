@@ -35,7 +35,7 @@ from engram.store.postgres.sql import COLUMNS_PG, Query
 from engram.store.predicate import Visibility
 
 __all__ = [
-    "HNSW_MAX_DIMENSIONS", "approximate", "claim_statements", "exact", "mismatch_message",
+    "HNSW_MAX_DIMENSIONS", "approximate", "claim_statements", "exact",
     "reset_statements", "stored", "vectors_of", "visible_up_to",
 ]  # fmt: skip
 
@@ -98,20 +98,10 @@ def reset_statements() -> list[Query]:
     ]
 
 
-def mismatch_message(stored_model: str, wanted: str) -> str:
-    """The ``IndexMismatch`` text (the SQLite store's words)."""
-    return (
-        f"stored vectors come from embedding model {stored_model!r} but this store was opened "
-        f"with {wanted!r}; vectors of different models are never compared. Run "
-        f"`engram index rebuild` to re-embed every record with the current embedder "
-        f"(key and lexical search keep working meanwhile)."
-    )
-
-
 def check(stored_model: str | None, wanted: str) -> None:
     """Raise ``IndexMismatch`` when vectors of another model are stored."""
     if stored_model is not None and stored_model != wanted:
-        raise IndexMismatch(mismatch_message(stored_model, wanted))
+        raise IndexMismatch.between(stored_model, wanted)
 
 
 def _params(

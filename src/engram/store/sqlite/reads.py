@@ -48,7 +48,7 @@ from engram.store.sqlite.connection import Connection
 from engram.store.vectors import VectorRow
 from engram.types import Record, Status
 
-__all__ = ["Reads", "mismatch_message"]
+__all__ = ["Reads"]
 
 _EVERY_STATUS = tuple(status.value for status in Status)
 _VECTOR_MODEL_KEY = "vector_model"
@@ -260,7 +260,7 @@ class Reads(Connection):
         """Raise ``IndexMismatch`` if stored vectors are from another model."""
         current = self.vector_model()
         if current is not None and current != model:
-            raise IndexMismatch(mismatch_message(current, model))
+            raise IndexMismatch.between(current, model)
 
     # -- RowSource (what the in-memory engines load) -----------------------------------
 
@@ -298,16 +298,6 @@ def _kind(probe: Probe) -> str:
     if isinstance(probe, LexicalProbe):
         return "lexical"
     return ""
-
-
-def mismatch_message(stored: str, wanted: str) -> str:
-    """Why vectors of ``wanted`` are not compared with the stored ones."""
-    return (
-        f"stored vectors come from embedding model {stored!r} but this store was opened "
-        f"with {wanted!r}; vectors of different models are never compared. Run "
-        f"`engram index rebuild` to re-embed every record with the current embedder "
-        f"(key and lexical search keep working meanwhile)."
-    )
 
 
 _WORKERS: list[ThreadPoolExecutor] = []

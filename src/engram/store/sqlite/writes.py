@@ -40,7 +40,7 @@ from engram.store.pseudonyms import pseudonym, pseudonymised
 from engram.store.rows import record_to_row, to_micros
 from engram.store.sqlite import statements_admin as admin
 from engram.store.sqlite import statements_write as sql
-from engram.store.sqlite.reads import Reads, mismatch_message
+from engram.store.sqlite.reads import Reads
 from engram.types import Record
 
 __all__ = ["Writes"]
@@ -139,7 +139,7 @@ class Writes(Reads):
         if current is None:
             self.meta_set(_VECTOR_MODEL_KEY, model)
         elif current != model:
-            raise IndexMismatch(mismatch_message(current, model))
+            raise IndexMismatch.between(current, model)
 
     def meta_set(self, key: str, value: str) -> None:
         """Set a value in the meta table."""
