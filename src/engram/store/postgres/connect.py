@@ -115,6 +115,10 @@ def session_settings(config: PostgresConfig) -> dict[str, str]:
         "hnsw.ef_search": str(config.hnsw_ef_search),
         "hnsw.iterative_scan": "relaxed_order",
         "hnsw.max_scan_tuples": str(config.hnsw_max_scan_tuples),
+        # A scope's size varies by orders of magnitude between callers, so a generic
+        # plan of a prepared statement (chosen for an average user) is wrong for most:
+        # plan each execution with its own parameters.
+        "plan_cache_mode": "force_custom_plan",
     }
 
 
