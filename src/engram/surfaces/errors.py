@@ -1,0 +1,57 @@
+"""One table that maps every Engram error to what each surface reports.
+
+A surface looks an exception up here instead of choosing a status of its own, so
+the REST API, the command line and the MCP server agree on what each failure
+means. The lookup walks the exception's class hierarchy, most specific first, so
+a subclass without a row of its own inherits its parent's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engram import errors
+
+__all__ = ["TABLE", "Outcome", "outcome_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How one error class is reported.
+
+    ``http_status`` is the REST status, ``problem`` the last segment of the
+    ``application/problem+json`` type URI, ``title`` its human title, and
+    ``exit_code`` the command line's exit status.
+    """
+
+    http_status: int
+    problem: str
+    title: str
+    exit_code: int
+
+
+TABLE: dict[type[BaseException], Outcome] = {
+    errors.InvalidArgument: Outcome(422, "invalid-argument", "Invalid argument", 2),
+    errors.IncompleteIdentity: Outcome(422, "incomplete-identity", "Incomplete identity", 2),
+    errors.ConfigError: Outcome(422, "config-error", "Configuration error", 3),
+    errors.Conflict: Outcome(409, "conflict", "Conflict", 4),
+    errors.NotFound: Outcome(404, "not-found", "Not found", 5),
+    errors.Forbidden: Outcome(403, "forbidden", "Forbidden", 6),
+    errors.StoreError: Outcome(500, "store-error", "Store error", 7),
+    errors.MigrationError: Outcome(500, "migration-error", "Migration error", 7),
+    errors.IndexMismatch: Outcome(409, "index-mismatch", "Index mismatch", 8),
+    errors.Unavailable: Outcome(503, "unavailable", "Service unavailable", 9),
+    errors.EmbeddingError: Outcome(503, "embedding-error", "Embedding failed", 10),
+    errors.PartialWrite: Outcome(500, "partial-write", "Partial write", 11),
+    errors.EngramError: Outcome(500, "engram-error", "Engram error", 1),
+}
+
+
+def outcome_for(exc: BaseException) -> Outcome:
+    """The row for ``exc``: its own class's, else its nearest ancestor's; errors
+    that are not Engram's get the root row (a surface reports them as internal)."""
+    for cls in type(exc).__mro__:
+        row = TABLE.get(cls)
+        if row is not None:
+            return row
+    return TABLE[errors.EngramError]
