@@ -25,6 +25,7 @@ from engram.errors import (
     NotFound,
     PartialWrite,
 )
+from engram.lifecycle import audit_log
 from engram.lifecycle import forget as forgetting
 from engram.lifecycle.transfer import ImportReport, export_rows, import_rows
 from engram.recall.budget import (
@@ -406,6 +407,14 @@ class Engram:
         return import_rows(self.store, self.embedder, self.config, scope, rows, self._now(None))
 
     # -- maintenance ---------------------------------------------------------------
+
+    def users(self, tenant_id: str, limit: int = 1000) -> builtins.list[str]:
+        """Admin: the tenant's users that own at least one memory, in id order."""
+        return audit_log.user_ids(self.store, tenant_id, limit)
+
+    def audit_log(self, tenant_id: str, user_id: str) -> builtins.list[audit_log.AuditLogEntry]:
+        """Admin: one user's audit entries, oldest first (ids and reason codes only)."""
+        return audit_log.audit_log(self.store, tenant_id, user_id)
 
     def audit_verify(self) -> AuditReport:
         """Recompute the audit hash chain."""
