@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import pytest
-from langgraph.store.base import GetOp, Op, PutOp, Result
+from langgraph.store.base import GetOp, Item, Op, PutOp, Result
 from langgraph.store.memory import InMemoryStore
 
 import engram
@@ -181,11 +181,13 @@ def test_async_twins_run_in_a_worker_thread(store: EngramStore) -> None:
         return [got, found, spaces, gone]
 
     got, found, spaces, gone = asyncio.run(run())
-    assert got is not None and got.value == {"memory": "Alice drinks green tea"}
+    assert got is not None
+    assert got.value == {"memory": "Alice drinks green tea"}
     assert [h.key for h in found] == ["tea"]
     assert spaces == [ALICE]
     assert gone is None
-    assert threads and threading.get_ident() not in threads
+    assert threads
+    assert threading.get_ident() not in threads
 
 
 def test_a_batch_reads_before_its_puts_and_the_last_put_wins(store: EngramStore) -> None:
@@ -196,9 +198,11 @@ def test_a_batch_reads_before_its_puts_and_the_last_put_wins(store: EngramStore)
         PutOp(ALICE, "tea", {"memory": "Alice drinks oolong tea"}),
     ])  # fmt: skip
     assert results[0] is None
-    assert results[1] is not None and results[1].value["memory"] == "Alice drinks green tea"
+    assert isinstance(results[1], Item)
+    assert results[1].value["memory"] == "Alice drinks green tea"
     item = store.get(ALICE, "tea")
-    assert item is not None and item.value["memory"] == "Alice drinks oolong tea"
+    assert item is not None
+    assert item.value["memory"] == "Alice drinks oolong tea"
 
 
 def _ctx(user: str) -> Context:
