@@ -70,10 +70,8 @@ def _store_calls(store: BaseStore, items: int, users: int) -> dict[str, Callable
         "put": lambda i: store.put(ns(i), f"new{i}", _note(items + i)),
         "put_ttl": lambda i: store.put(ns(i), f"ttl{i}", _note(items + i), ttl=60),
         "get": lambda i: store.get(ns(i), f"k{(i * 13) % items}"),
-        "search_query": lambda i: store.search(ns(i), query=f"what about {TOPICS[i % 8]}",
-                                               limit=5),  # fmt: skip
-        "search_filter": lambda i: store.search(ns(i), filter={"topic": TOPICS[i % 8]},
-                                                limit=5),  # fmt: skip
+        "search_query": lambda i: store.search(ns(i), query=f"what about {TOPICS[i % 8]}", limit=5),
+        "search_filter": lambda i: store.search(ns(i), filter={"topic": TOPICS[i % 8]}, limit=5),
         "list_namespaces": lambda i: store.list_namespaces(prefix=("memories",), limit=50),
     }
     if not store.supports_ttl:
@@ -87,10 +85,10 @@ def _sdk_calls(mem: Engram, items: int, users: int) -> dict[str, Callable[[int],
 
     budget = Budget(max_items=20, max_tokens=1_000_000, layout="compact")
     return {
-        "put": lambda i: mem.remember(ctx(i), _note(items + i)["memory"], key=f"sdk.k{i}",
-                                      retention="permanent"),  # fmt: skip
-        "search_query": lambda i: mem.recall(ctx(i), f"what about {TOPICS[i % 8]}",
-                                             budget=budget),  # fmt: skip
+        "put": lambda i: mem.remember(
+            ctx(i), _note(items + i)["memory"], key=f"sdk.k{i}", retention="permanent"
+        ),
+        "search_query": lambda i: mem.recall(ctx(i), f"what about {TOPICS[i % 8]}", budget=budget),
     }
 
 
