@@ -6,6 +6,8 @@ stored."""
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -246,3 +248,39 @@ def test_bad_searches_and_identities_are_refused(mem: Engram) -> None:
         EngramStore(mem, "", user_id="alice")
     with pytest.raises(ConfigError):
         EngramStore(mem, "acme", user_id="alice", type="no-such-type")
+
+
+# -- concurrent writers --------------------------------------------------------------
+
+
+def test_concurrent_puts_of_one_item_leave_one_current_version(
+    shared_url: str, open_mem: Callable[..., Engram]
+) -> None:
+    stores = [_store(open_mem(shared_url)) for _ in range(2)]
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            for i in range(8):
+                stores[n].put(ALICE, "seat", {"memory": f"writer {n} says seat {i}"}, ttl=60)
+                stores[n].put(ALICE, f"own-{n}-{i}", {"memory": f"writer {n} note {i}"})
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    reader = stores[0]
+    item = reader.get(ALICE, "seat")
+    assert item is not None
+    assert item.value["memory"] in {"writer 0 says seat 7", "writer 1 says seat 7"}
+    ctx = Context(tenant_id="acme", user_id="alice")
+    key = engram_key(ALICE, "seat")
+    versions = [r for r in reader.memory.list(ctx, status=None, limit=1000) if r.key == key]
+    assert [r.status.value for r in versions].count("active") == 1
+    assert len(versions) == 16
+    assert len(reader.search(ALICE, limit=100)) == 17
+    assert reader.memory.audit_verify().ok

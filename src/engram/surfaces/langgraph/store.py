@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping
-from typing import Any
+from datetime import datetime
 
 from langgraph.store.base import (
     BaseStore,
@@ -74,7 +74,7 @@ class EngramStore(BaseStore):
     ) -> None:  # fmt: skip
         if not isinstance(memory, Engram):
             raise InvalidArgument(f"memory must be an open engram.Engram, got "
-                                  f"{builtin_type(memory).__name__}")  # fmt: skip
+                                  f"{_kind(memory)}")  # fmt: skip
         self.identity = Identity.of(
             tenant_id, user_id=user_id, users=users, user_at=user_at, agent_id=agent_id,
             project_id=project_id, repository_id=repository_id, task_id=task_id,
@@ -136,7 +136,7 @@ class EngramStore(BaseStore):
         elif isinstance(op, ListNamespacesOp):
             self.identity.users_for(tuple(op.match_conditions or ()))
 
-    def _read(self, op: Op, now: Any) -> tuple[Result, list[Found]]:
+    def _read(self, op: Op, now: datetime) -> tuple[Result, list[Found]]:
         """One read's result and the items it read (for TTL refreshes)."""
         if isinstance(op, GetOp):
             namespace = tuple(op.namespace)
@@ -152,9 +152,9 @@ class EngramStore(BaseStore):
         return None, []
 
 
-def builtin_type(value: object) -> type:
-    """The type of ``value`` (``type`` is shadowed by the constructor's argument)."""
-    return value.__class__
+def _kind(value: object) -> str:
+    """The class name of ``value`` (``type`` is shadowed by the constructor's argument)."""
+    return value.__class__.__name__
 
 
 def _refreshes(op: Op) -> bool:
@@ -165,7 +165,7 @@ def _check(op: object, index: int) -> None:
     """An op LangGraph's own methods would have let through, with sane bounds."""
     if not isinstance(op, (GetOp, PutOp, SearchOp, ListNamespacesOp)):
         raise InvalidArgument(f"op {index} is not a LangGraph store operation: "
-                              f"{builtin_type(op).__name__}")  # fmt: skip
+                              f"{_kind(op)}")  # fmt: skip
     try:
         validate_op_namespace(op)
     except ValueError as exc:
