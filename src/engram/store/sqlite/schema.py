@@ -23,6 +23,10 @@ them: they are diagnostics, and unreadable under the new rule anyway.
 0013 keeps the ids of deleted records (``forgotten``: ids only, like the audit
 log) and refuses a new version of one: a ``correct`` that read its target
 before a ``forget`` committed cannot resurrect the chain afterwards.
+
+0016 adds ``share_grants`` (which agent may share which types with which other
+agent, per tenant; ``lifecycle.share``) and an index of the share copies by the
+agent they were shared to, which a revoked grant deletes.
 """
 
 from __future__ import annotations
@@ -291,6 +295,18 @@ CREATE TABLE audit_subjects (
 ) WITHOUT ROWID;
 """
 
+_SHARE_GRANTS = """
+CREATE TABLE share_grants (
+    tenant_id TEXT NOT NULL,
+    from_agent TEXT NOT NULL,
+    to_agent TEXT NOT NULL,
+    type TEXT NOT NULL,
+    granted_at INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, from_agent, to_agent, type)
+) WITHOUT ROWID;
+CREATE INDEX records_shared ON records (tenant_id, agent_id, type) WHERE source_kind = 'share';
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_meta", _META),
     ("0002_records", _RECORDS),
@@ -307,4 +323,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0013_forgotten", _FORGOTTEN),
     ("0014_one_active_version", _ONE_ACTIVE),
     ("0015_audit_subjects", _AUDIT_SUBJECTS),
+    ("0016_share_grants", _SHARE_GRANTS),
 )
