@@ -36,7 +36,6 @@ from engram import limits
 from engram.clock import require_aware
 from engram.errors import EngramError, Forbidden, InvalidArgument
 from engram.scope import GLOBAL, Context, Scope, resolve
-from engram.types import Record
 from engram.write.proposal import content_hash
 
 __all__ = [
@@ -54,7 +53,16 @@ FORMAT = "engram-export"
 VERSION = 1
 HEADER_FIELDS = ("format", "version", "exported_at", "tenant_id", "user_id", "agent_id",
                  "records")  # fmt: skip
-RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(Record))
+# Version 1's record fields, in line order: ``Record.to_dict``. A change to the record
+# model changes the format, so it needs a new version (docs/export-format.md).
+RECORD_FIELDS = (
+    "id", "tenant_id", "user_id", "agent_id", "scope", "tier", "type", "key", "value",
+    "content", "authority", "confidence", "source", "observed_at", "valid_from", "valid_to",
+    "created_at", "updated_at", "status", "version", "supersedes", "superseded_by",
+    "sensitivity", "purpose", "consent_basis", "retention", "expires_at", "importance",
+    "access_count", "last_accessed_at", "private", "embedding_model", "content_hash",
+    "contested_with",
+)  # fmt: skip
 MAX_LINE_CHARS = 8 * 1024 * 1024  # a record of 1 MiB content, escaped, fits
 _ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
 _ID_FIELDS = ("id", "supersedes", "superseded_by", "contested_with")
@@ -133,7 +141,7 @@ def _opened(source: Source) -> Iterator[Iterable[str | bytes]]:
     path = _path(source)
     if not Path(path).is_file():
         raise InvalidArgument(f"no export file at {limits.shown(path)}")
-    with open(path, encoding="utf-8", newline="\n") as handle:
+    with open(path, "rb") as handle:  # lines end at b"\n" only; decoded one by one
         yield handle
 
 
