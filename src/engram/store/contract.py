@@ -154,8 +154,9 @@ class Listing:
 
 @dataclass(frozen=True, slots=True)
 class CopiesOf:
-    """Share copies (source kind ``share``) derived from any of ``originals``: every
-    status, every user and agent of the tenant (sharing and corrections follow them)."""
+    """Share copies (source kind ``share``) whose original (``derived_from[0]``) is one
+    of ``originals``: every status, user and agent of the tenant (sharing and
+    corrections follow them)."""
 
     originals: tuple[str, ...]
 

@@ -27,7 +27,8 @@ both backends. What differs:
   that inserts, so it holds on Citus too).
 * At most one active, uncontested version per (tenant, user, agent, scope, key):
   a unique partial index, as SQLite's migration 0014.
-* ``share_grants`` and the index of share copies by target agent: SQLite's 0016.
+* ``share_grants`` and the indexes of share copies (by target agent, by original):
+  SQLite's 0016.
 """
 
 from __future__ import annotations
@@ -174,6 +175,8 @@ CREATE TABLE share_grants (
     PRIMARY KEY (tenant_id, from_agent, to_agent, type)
 );
 CREATE INDEX records_shared ON records (tenant_id, agent_id, type) WHERE source_kind = 'share';
+CREATE INDEX records_share_original ON records (tenant_id, ((derived_from::jsonb) ->> 0))
+    WHERE source_kind = 'share';
 """
 
 

@@ -55,13 +55,13 @@ def drop_query(change: DropGrants) -> Query:
 
 
 def copies_query(tenant: Tenant, query: CopiesOf | CopiesTo) -> Query:
-    """Share copies of originals (through ``derived_from``) or of one target agent
-    (through the ``records_shared`` index), oldest first."""
+    """Share copies of originals (``derived_from[0]``, the ``records_share_original``
+    index) or of one target agent (the ``records_shared`` index), oldest first."""
     cond, params = tenant.sql("r", POSTGRES)
     if isinstance(query, CopiesOf):
         sql = (
-            f"{SELECT} WHERE {cond} AND {_SHARED} AND r.derived_from <> '[]'"
-            " AND r.derived_from::jsonb ?| %(ids)s::text[] ORDER BY r.id"
+            f"{SELECT} WHERE {cond} AND {_SHARED}"
+            " AND ((r.derived_from::jsonb) ->> 0) = ANY(%(ids)s::text[]) ORDER BY r.id"
         )
         return sql, {**params, "ids": list(query.originals)}
     sql = (

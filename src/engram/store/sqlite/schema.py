@@ -25,8 +25,9 @@ log) and refuses a new version of one: a ``correct`` that read its target
 before a ``forget`` committed cannot resurrect the chain afterwards.
 
 0016 adds ``share_grants`` (which agent may share which types with which other
-agent, per tenant; ``lifecycle.share``) and an index of the share copies by the
-agent they were shared to, which a revoked grant deletes.
+agent, per tenant; ``lifecycle.share``) and two indexes of the share copies: by
+the agent they were shared to (a revoked grant deletes those) and by their
+original (``derived_from[0]``: a change to the original follows its copies).
 """
 
 from __future__ import annotations
@@ -305,6 +306,8 @@ CREATE TABLE share_grants (
     PRIMARY KEY (tenant_id, from_agent, to_agent, type)
 ) WITHOUT ROWID;
 CREATE INDEX records_shared ON records (tenant_id, agent_id, type) WHERE source_kind = 'share';
+CREATE INDEX records_share_original ON records (tenant_id, json_extract(derived_from, '$[0]'))
+    WHERE source_kind = 'share';
 """
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (

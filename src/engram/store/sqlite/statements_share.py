@@ -61,14 +61,14 @@ def drop_grants(change: DropGrants) -> Query:
 
 
 def copies(tenant: Tenant, query: CopiesOf | CopiesTo) -> Query:
-    """Share copies of originals (through ``derived_from``) or of one target agent
-    (through the ``records_shared`` index), oldest first."""
+    """Share copies of originals (``derived_from[0]``, the ``records_share_original``
+    index) or of one target agent (the ``records_shared`` index), oldest first."""
     cond, params = tenant.sql()
     if isinstance(query, CopiesOf):
         sql = (
-            f"{_SELECT} FROM records r WHERE {cond} AND {_SHARED} AND r.derived_from <> '[]'"
-            " AND EXISTS (SELECT 1 FROM json_each(r.derived_from) j"
-            " WHERE j.value IN (SELECT value FROM json_each(:ids))) ORDER BY r.id"
+            f"{_SELECT} FROM records r WHERE {cond} AND {_SHARED}"
+            " AND json_extract(r.derived_from, '$[0]') IN (SELECT value FROM json_each(:ids))"
+            " ORDER BY r.id"
         )
         return sql, {**params, "ids": _json(query.originals)}
     sql = (
