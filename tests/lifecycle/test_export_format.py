@@ -146,6 +146,8 @@ def test_a_file_that_is_not_a_known_export_is_refused(
 def test_a_missing_file_and_a_wrong_argument_are_clear_errors(mem: Engram, tmp_path: Path) -> None:
     with pytest.raises(InvalidArgument, match="no export file"):
         mem.import_jsonl(CTX, tmp_path / "absent.jsonl")
+    with pytest.raises(InvalidArgument, match="cannot write an export"):
+        mem.export_jsonl(CTX, tmp_path / "no-such-folder" / "export.jsonl")
     with pytest.raises(InvalidArgument, match="a path or an open file"):
         mem.import_jsonl(CTX, 42)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument, match="rehome"):

@@ -110,7 +110,11 @@ def write(target: Target, header: Header, rows: Sequence[Mapping[str, Any]]) -> 
         cast(IO[str], target).writelines(lines)
         return len(rows)
     path = Path(_path(target))
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
+    except OSError as exc:
+        raise InvalidArgument(f"cannot write an export at {limits.shown(str(path))}: "
+                              f"{exc.strerror}") from None  # fmt: skip
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
             out.writelines(lines)
@@ -141,7 +145,11 @@ def _opened(source: Source) -> Iterator[Iterable[str | bytes]]:
     path = _path(source)
     if not Path(path).is_file():
         raise InvalidArgument(f"no export file at {limits.shown(path)}")
-    with open(path, "rb") as handle:  # lines end at b"\n" only; decoded one by one
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - lines end at b"\n" only, decoded one by one
+    except OSError as exc:
+        raise InvalidArgument(f"cannot read {limits.shown(path)}: {exc.strerror}") from None
+    with handle:
         yield handle
 
 
