@@ -25,6 +25,7 @@ from engram.errors import (
     NotFound,
     PartialWrite,
 )
+from engram.facade_lifecycle import LifecycleFacade
 from engram.lifecycle import audit_log
 from engram.lifecycle import forget as forgetting
 from engram.lifecycle.transfer import ImportReport, export_rows, import_rows
@@ -76,8 +77,10 @@ _MAX_URL = 4096
 _MAX_INTENT = 64
 
 
-class Engram:
-    """A governed memory store for AI agents. Open one with ``Engram.open``."""
+class Engram(LifecycleFacade):
+    """A governed memory store for AI agents. Open one with ``Engram.open``.
+
+    Sharing between agents and the export file are in ``LifecycleFacade``."""
 
     def __init__(
         self, store: Backend, embedder: Embedder, config: Config | None = None,

@@ -20,6 +20,7 @@ __all__ = [
     "Record",
     "Retention",
     "Sensitivity",
+    "ShareGrant",
     "Source",
     "SourceKind",
     "Status",
@@ -233,6 +234,21 @@ class Record:
             else:
                 out[item.name] = raw
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGrant:
+    """An administrator's permission, inside one tenant: agent ``from_agent`` may share
+    its memories of type ``type`` with agent ``to_agent`` (``Engram.grant_share``).
+
+    Grants are tenant data: no grant names another tenant's agent, so no share can
+    cross tenants."""
+
+    tenant_id: str
+    from_agent: str
+    to_agent: str
+    type: str
+    granted_at: datetime
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from engram.types import (
     Record,
     Retention,
     Sensitivity,
+    ShareGrant,
     Source,
     SourceKind,
     Status,
@@ -153,6 +154,25 @@ def _reads(store: Any, tenant: str, made: dict[str, Record]) -> None:
     store.apply([contract.Touch(vis, tuple(ids), T0 + timedelta(days=1))])
 
 
+def _sharing(store: Any, tenant: str) -> None:
+    """A grant, a share copy, the reads that find it, and the grant's removal."""
+    owner = Tenant(tenant)
+    store.apply([contract.PutGrants((ShareGrant(tenant, "coder", "reviewer", "fact", T0),))])
+    assert [g.type for g in store.grants(owner)] == ["fact"]
+    original = make_record(f"{tenant} deploys with make ship", tenant, agent_id="coder")
+    copy = make_record(f"{tenant} deploys with make ship", tenant, agent_id="reviewer",
+                       authority=Authority.SHARED,
+                       source=Source(SourceKind.SHARE, f"share:{original.id}:coder",
+                                     (original.id,)))  # fmt: skip
+    store.apply([contract.Insert(original, None), contract.Insert(copy, None)])
+    assert [r.id for r in store.copies(owner, contract.CopiesOf((original.id,)))] == [copy.id]
+    assert [r.id for r in store.copies(owner, contract.CopiesTo("reviewer", ("fact",)))] == [
+        copy.id
+    ]
+    store.apply([contract.DropGrants(owner, "coder", "reviewer", ("fact",))])
+    assert store.grants(owner) == []
+
+
 def _maintenance(store: Any, tenant: str, made: dict[str, Record]) -> None:
     subject, owner = Subject(tenant, "u1"), Tenant(tenant)
     vis = visibility(tenant)
@@ -198,6 +218,7 @@ def run(store: Any, tenants: tuple[str, str]) -> None:
     made = {tenant: _writes(store, tenant) for tenant in tenants}
     for tenant in tenants:
         _reads(store, tenant, made[tenant])
+        _sharing(store, tenant)
     _global(store)
     _maintenance(store, tenants[1], made[tenants[1]])
     store.close()

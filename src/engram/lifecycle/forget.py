@@ -38,7 +38,10 @@ from engram.store.predicate import Subject, Tenant, Visibility
 from engram.types import Record
 from engram.write import passages
 
-__all__ = ["ErasureReceipt", "ForgetReceipt", "drop_text_caches", "erase_subject", "forget"]
+__all__ = [
+    "ErasureReceipt", "ForgetReceipt", "derived_closure", "drop_text_caches", "erase_subject",
+    "forget",
+]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +90,7 @@ class _Outcome:
         return not self.failed
 
 
-def _derived_closure(store: Backend, tenant: Tenant, ids: list[str]) -> list[str]:
+def derived_closure(store: Backend, tenant: Tenant, ids: list[str]) -> list[str]:
     """Records derived from ``ids``, transitively (summaries of summaries)."""
     found: list[str] = []
     frontier = ids
@@ -160,7 +163,7 @@ def forget(
     with _quiet(usage):
         with store.transaction():
             chain = _versions(store, vis, record)
-            derived = _derived_closure(store, tenant, chain)
+            derived = derived_closure(store, tenant, chain)
             ids = chain + derived
             strings = store.erasure_strings(tenant, ids)
             traces = _purge(usage, ids, None) + store.delete_traces_naming(tenant, ids)
@@ -186,7 +189,7 @@ def erase_subject(
     with _quiet(usage):
         with store.transaction():
             own = store.subject_ids(subject)
-            derived = _derived_closure(store, tenant, own)
+            derived = derived_closure(store, tenant, own)
             ids = own + derived
             strings = store.erasure_strings(tenant, ids)
             traces = _purge(usage, ids, subject) + store.delete_traces_naming(tenant, ids)

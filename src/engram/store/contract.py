@@ -4,7 +4,9 @@ Two protocols, written once for every backend (SQLite, PostgreSQL):
 
 * ``Store``: the narrow core every request uses. Scoped reads by ids, candidates
   for a batch of probe values, a version chain, a listing, a batch of change
-  values applied atomically, a per-slot write lock, and the transaction.
+  values applied atomically, a per-slot write lock, and the transaction; and,
+  for sharing between agents, the tenant's share grants and the share copies
+  of given records or of a grant (``CopiesOf``, ``CopiesTo``).
 * ``Maintenance``: what administration needs (vector model, meta, audit chain,
   traces, erasure evidence, index rebuilds). A request's hot path never calls it.
 
@@ -33,13 +35,16 @@ from engram.store.audit import AuditEntry, AuditReport
 from engram.store.erasure import Scrub
 from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
 from engram.store.traces import TraceRow
-from engram.types import Record
+from engram.types import Record, ShareGrant
 
 __all__ = [
     "Applied",
     "Audit",
     "Change",
+    "CopiesOf",
+    "CopiesTo",
     "Delete",
+    "DropGrants",
     "Hits",
     "Insert",
     "KeyProbe",
@@ -49,6 +54,7 @@ __all__ = [
     "NeighbourProbe",
     "Place",
     "Probe",
+    "PutGrants",
     "RecentProbe",
     "SlotProbe",
     "Store",
@@ -146,6 +152,24 @@ class Listing:
     at: datetime | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class CopiesOf:
+    """Share copies (source kind ``share``) whose original (``derived_from[0]``) is one
+    of ``originals``: every status, user and agent of the tenant (sharing and
+    corrections follow them)."""
+
+    originals: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CopiesTo:
+    """Share copies bound to agent ``agent_id`` whose type is one of ``types``, every
+    status and user of the tenant (a revoked grant removes them)."""
+
+    agent_id: str
+    types: tuple[str, ...]
+
+
 # ---------------------------------------------------------------- changes (writes)
 @dataclass(frozen=True, slots=True)
 class Insert:
@@ -202,16 +226,36 @@ class Audit:
     entry: AuditEntry
 
 
-Change = Insert | Update | Place | Delete | UnlinkContests | Touch | Audit
+@dataclass(frozen=True, slots=True)
+class PutGrants:
+    """Share grants to hold; one already held keeps its ``granted_at``."""
+
+    grants: tuple[ShareGrant, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DropGrants:
+    """Remove the grants from ``from_agent`` to ``to_agent`` of ``types`` in ``tenant``."""
+
+    tenant: Tenant
+    from_agent: str
+    to_agent: str
+    types: tuple[str, ...]
+
+
+Change = Insert | Update | Place | Delete | UnlinkContests | Touch | Audit | PutGrants | DropGrants
 
 
 @dataclass(slots=True)
 class Applied:
-    """What ``Store.apply`` did: rows deleted and unlinked, audit ids in order."""
+    """What ``Store.apply`` did: rows deleted and unlinked, grants added and removed,
+    audit ids in order."""
 
     deleted: int = 0
     unlinked: int = 0
     audit_ids: list[str] = field(default_factory=list)
+    granted: int = 0
+    revoked: int = 0
 
 
 # ---------------------------------------------------------------- protocols
@@ -248,6 +292,14 @@ class Store(Protocol):
 
     def listing(self, vis: Visibility, page: Listing) -> list[Record]:
         """Visible records, newest first."""
+        ...
+
+    def grants(self, tenant: Tenant) -> list[ShareGrant]:
+        """The tenant's share grants, ordered by (from_agent, to_agent, type)."""
+        ...
+
+    def copies(self, tenant: Tenant, query: CopiesOf | CopiesTo) -> list[Record]:
+        """The tenant's share copies ``query`` names, in id order (oldest first)."""
         ...
 
     def lock_slot(self, slot: OwnerSlot, key: str) -> None:

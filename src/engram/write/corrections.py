@@ -7,6 +7,11 @@ stored now, not on what the caller read earlier: a concurrent writer cannot be
 overwritten with a stale row, and a retraction or deletion is never undone by a
 correction that raced it. Only the embedding of a correction's text happens
 before the transaction (it may be slow and must not hold the write lock).
+
+Share copies follow in the same transaction (``write.copies``): retracting or
+correcting a memory retracts the copies other agents received of it (a
+correction is a new version, which its sharer may share again), and expiring it
+expires them.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from engram.types import (
     Status,
     WriteResult,
 )
-from engram.write import policy
+from engram.write import copies, policy
 from engram.write.commit import Owner, commit, new_record
 from engram.write.decide import Decision
 from engram.write.index import embed_contents, vectors_enabled
@@ -173,6 +178,8 @@ def _finish(
     entry = AuditEntry(now, owner.tenant_id, owner.user_id, actor, operation.value,
                        [record.id, *related], code)  # fmt: skip
     store.apply([*changes, Audit(entry)])
+    copies.follow(store, record.tenant_id, [record.id], changed.status, f"original_{code}",
+                  actor, now)  # fmt: skip
     return WriteResult(operation, changed, reason, related=related)
 
 

@@ -27,6 +27,8 @@ both backends. What differs:
   that inserts, so it holds on Citus too).
 * At most one active, uncontested version per (tenant, user, agent, scope, key):
   a unique partial index, as SQLite's migration 0014.
+* ``share_grants`` and the indexes of share copies (by target agent, by original):
+  SQLite's 0016.
 """
 
 from __future__ import annotations
@@ -163,6 +165,21 @@ CREATE INDEX traces_owner ON traces (tenant_id, user_id, seq);
 """
 
 
+_SHARE_GRANTS = """
+CREATE TABLE share_grants (
+    tenant_id text NOT NULL,
+    from_agent text NOT NULL,
+    to_agent text NOT NULL,
+    type text NOT NULL,
+    granted_at bigint NOT NULL,
+    PRIMARY KEY (tenant_id, from_agent, to_agent, type)
+);
+CREATE INDEX records_shared ON records (tenant_id, agent_id, type) WHERE source_kind = 'share';
+CREATE INDEX records_share_original ON records (tenant_id, ((derived_from::jsonb) ->> 0))
+    WHERE source_kind = 'share';
+"""
+
+
 def migrations(text_search: str) -> tuple[tuple[str, str], ...]:
     """The migrations in order, as (name, SQL); ``text_search`` is the configuration
     a new schema's ``tsvector`` column uses (an existing one keeps its own)."""
@@ -173,4 +190,5 @@ def migrations(text_search: str) -> tuple[tuple[str, str], ...]:
         ("0004_lexemes", _LEXEMES.format(config=text_search)),
         ("0005_audit", _AUDIT),
         ("0006_traces", _TRACES),
+        ("0007_share_grants", _SHARE_GRANTS),
     )

@@ -30,11 +30,12 @@ from engram.store import contract
 from engram.store.dialect import POSTGRES
 from engram.store.lexical import terms
 from engram.store.postgres import sql, vectors
-from engram.store.postgres.admin import Admin, update_query
+from engram.store.postgres.admin import update_query
 from engram.store.postgres.config import PostgresConfig
 from engram.store.postgres.connect import connect, libpq_url, migrate, open_pool, text_config
 from engram.store.postgres.errors import Server
 from engram.store.postgres.session import Conn, on
+from engram.store.postgres.shares import Shares
 from engram.store.predicate import OwnerSlot, Tenant, Visibility
 from engram.store.rows import record_from_values, record_to_row, to_micros
 from engram.types import Record
@@ -77,10 +78,14 @@ def _tenant_of(change: contract.Change) -> str:
         return change.tenant.tenant_id
     if isinstance(change, contract.Touch):
         return change.vis.tenant_id
+    if isinstance(change, contract.PutGrants):
+        return change.grants[0].tenant_id if change.grants else ""
+    if isinstance(change, contract.DropGrants):
+        return change.tenant.tenant_id
     return change.entry.tenant_id
 
 
-class PostgresStore(Admin):
+class PostgresStore(Shares):
     """System of record, lexical and vector indexes in one PostgreSQL database."""
 
     @classmethod
@@ -283,6 +288,10 @@ class PostgresStore(Admin):
                 conn.execute(*sql.touch(change.vis, change.ids, to_micros(change.at) or 0))
         elif isinstance(change, contract.Audit):
             applied.audit_ids.append(self.append_audit(conn, change.entry))
+        elif isinstance(change, contract.PutGrants):
+            applied.granted += self.put_grants(conn, change)
+        elif isinstance(change, contract.DropGrants):
+            applied.revoked += self.drop_grants(conn, change)
         else:  # pragma: no cover - the Change union is closed
             raise StoreError(f"unknown change {type(change).__name__}")
 

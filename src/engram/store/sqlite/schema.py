@@ -23,6 +23,11 @@ them: they are diagnostics, and unreadable under the new rule anyway.
 0013 keeps the ids of deleted records (``forgotten``: ids only, like the audit
 log) and refuses a new version of one: a ``correct`` that read its target
 before a ``forget`` committed cannot resurrect the chain afterwards.
+
+0016 adds ``share_grants`` (which agent may share which types with which other
+agent, per tenant; ``lifecycle.share``) and two indexes of the share copies: by
+the agent they were shared to (a revoked grant deletes those) and by their
+original (``derived_from[0]``: a change to the original follows its copies).
 """
 
 from __future__ import annotations
@@ -291,6 +296,20 @@ CREATE TABLE audit_subjects (
 ) WITHOUT ROWID;
 """
 
+_SHARE_GRANTS = """
+CREATE TABLE share_grants (
+    tenant_id TEXT NOT NULL,
+    from_agent TEXT NOT NULL,
+    to_agent TEXT NOT NULL,
+    type TEXT NOT NULL,
+    granted_at INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, from_agent, to_agent, type)
+) WITHOUT ROWID;
+CREATE INDEX records_shared ON records (tenant_id, agent_id, type) WHERE source_kind = 'share';
+CREATE INDEX records_share_original ON records (tenant_id, json_extract(derived_from, '$[0]'))
+    WHERE source_kind = 'share';
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_meta", _META),
     ("0002_records", _RECORDS),
@@ -307,4 +326,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0013_forgotten", _FORGOTTEN),
     ("0014_one_active_version", _ONE_ACTIVE),
     ("0015_audit_subjects", _AUDIT_SUBJECTS),
+    ("0016_share_grants", _SHARE_GRANTS),
 )

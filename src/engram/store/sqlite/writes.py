@@ -29,8 +29,10 @@ from engram.store.contract import (
     Audit,
     Change,
     Delete,
+    DropGrants,
     Insert,
     Place,
+    PutGrants,
     Touch,
     UnlinkContests,
     Update,
@@ -40,7 +42,7 @@ from engram.store.pseudonyms import pseudonym, pseudonymised
 from engram.store.rows import record_to_row, to_micros
 from engram.store.sqlite import statements_admin as admin
 from engram.store.sqlite import statements_write as sql
-from engram.store.sqlite.reads import Reads
+from engram.store.sqlite.shares import Shares
 from engram.types import Record
 
 __all__ = ["Writes"]
@@ -48,7 +50,7 @@ __all__ = ["Writes"]
 _VECTOR_MODEL_KEY = "vector_model"
 
 
-class Writes(Reads):
+class Writes(Shares):
     """``apply`` and ``lock_slot`` on SQLite."""
 
     def lock_slot(self, slot: OwnerSlot, key: str) -> None:
@@ -90,6 +92,10 @@ class Writes(Reads):
             done.unlinked += self._run(*query).rowcount if change.ids else 0
         elif isinstance(change, Audit):
             done.audit_ids.append(self._append_audit(change.entry))
+        elif isinstance(change, PutGrants):
+            done.granted += self._put_grants(change)
+        elif isinstance(change, DropGrants):
+            done.revoked += self._drop_grants(change)
         else:
             raise InvalidArgument(f"unknown change {type(change).__name__}")
 
