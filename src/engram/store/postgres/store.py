@@ -46,7 +46,6 @@ _PLACEMENT = (
     "version", "supersedes", "created_at", "expires_at", "source_kind", "source_ref",
     "derived_from",
 )  # fmt: skip
-_SLOT_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%(slot)s, 0))"
 
 
 def _records(found: Sequence[tuple[Any, ...]]) -> list[Record]:
@@ -162,17 +161,36 @@ class PostgresStore(Shares):
         a cancelled probe does not abort the transaction."""
         self.writing(vis.tenant_id, *(p.slot.tenant_id for p in probes
                                       if isinstance(p, contract.SlotProbe)))  # fmt: skip
-        if len(probes) > 1 and self.config.probe_threads > 1 and not self.in_transaction:
+        if self.in_transaction:
+            return self._in_savepoint(vis, probes)
+        if len(probes) > 1 and self.config.probe_threads > 1:
             if self._probes is None:
                 self._probes = ThreadPoolExecutor(self.config.probe_threads, "engram-pg-probe")
             return list(self._probes.map(lambda probe: self._answer(vis, probe), probes))
         return [self._answer(vis, probe) for probe in probes]
 
+    def _in_savepoint(
+        self, vis: Visibility, probes: Sequence[contract.Probe]
+    ) -> list[contract.Hits | EngramError]:
+        """The probes in turn on the transaction's connection, all in one savepoint;
+        when one fails, the savepoint is rolled back (the answers before it stand:
+        they were reads) and the probes after it run in a savepoint each."""
+        answers: list[contract.Hits | EngramError] = []
+        try:
+            with self.connection("a recall probe") as conn, self.block(conn):
+                for probe in probes:
+                    answers.append(self._probe(conn, vis, probe))
+        except EngramError as exc:
+            if len(answers) == len(probes):  # all answered; the release failed: the next
+                return answers  # statement of the transaction reports its connection
+            answers.append(exc)
+        return answers + [self._answer(vis, probe) for probe in probes[len(answers) :]]
+
     def _answer(self, vis: Visibility, probe: contract.Probe) -> contract.Hits | EngramError:
         try:
             with self.connection("a recall probe") as conn:
                 if self.in_transaction:
-                    with conn.transaction():
+                    with self.block(conn):
                         return self._probe(conn, vis, probe)
                 return self._probe(conn, vis, probe)
         except EngramError as exc:
@@ -239,23 +257,26 @@ class PostgresStore(Shares):
 
     def lock_slot(self, slot: OwnerSlot, key: str) -> None:
         """Hold the write slot until the transaction ends: an advisory lock on
-        (tenant, user, scope, key). The agent is left out on purpose: the versions a
-        write meets (``OwnerSlot.key_sql``) span the user's own and the writing
-        agent's, so writers through different agents must take turns too."""
+        (tenant, user, scope, key), taken with the other locks asked for before the
+        transaction's next statement (``Session.lock``). The agent is left out on
+        purpose: the versions a write meets (``OwnerSlot.key_sql``) span the user's
+        own and the writing agent's, so writers through different agents must take
+        turns too."""
         self.in_own_transaction("lock_slot")
         self.writing(slot.tenant_id)
-        name = json.dumps([slot.tenant_id, slot.user_id, slot.scope, key])
-        self.run((_SLOT_LOCK, {"slot": name}), "locking a write slot")
+        self.lock(json.dumps([slot.tenant_id, slot.user_id, slot.scope, key]))
 
     def apply(self, changes: Sequence[contract.Change]) -> contract.Applied:
         """Apply ``changes`` in order, atomically: in a transaction of their own, or in
         a savepoint of the open one, so a failing change leaves none of them (and the
         caller's transaction can go on). The tenants' writer locks are taken first,
         outside the savepoint, so they outlast its rollback."""
-        self.writing(*map(_tenant_of, changes))
-        with self.transaction(), self.connection("applying changes") as conn:
-            self.writing(*map(_tenant_of, changes))  # a transaction of its own: here
-            return self._apply_all(conn, changes)
+        tenants = [_tenant_of(change) for change in changes]
+        self.writing(*tenants)
+        with self.transaction():
+            self.writing(*tenants)  # a transaction of its own: here
+            with self.connection("applying changes") as conn:
+                return self._apply_all(conn, changes)
 
     def _apply_all(self, conn: Conn, changes: Sequence[contract.Change]) -> contract.Applied:
         """Every change in order on ``conn``; consecutive inserts as one batch."""
@@ -296,7 +317,7 @@ class PostgresStore(Shares):
             raise StoreError(f"unknown change {type(change).__name__}")
 
     def _insert(self, conn: Conn, inserts: Sequence[contract.Insert]) -> None:
-        """Insert new records (one pipelined statement), claiming the vector model
+        """Insert new records (one statement per tenant), claiming the vector model
         first; refuse a new version of a deleted record."""
         if not inserts:
             return
@@ -305,9 +326,14 @@ class PostgresStore(Shares):
             model = change.record.embedding_model
             if change.vector is not None and model is not None:
                 self.claim_vector_model(conn, model, int(change.vector.shape[0]))
-        rows = [self._row(change) for change in inserts]
-        with conn.cursor() as cursor:
-            cursor.executemany(sql.INSERT, rows)
+        if len(inserts) == 1:
+            conn.execute(sql.INSERT, self._row(inserts[0]))
+            return
+        by_tenant: dict[str, list[dict[str, Any]]] = {}
+        for change in inserts:
+            by_tenant.setdefault(change.record.tenant_id, []).append(self._row(change))
+        for rows in by_tenant.values():
+            conn.execute(*sql.insert_many(rows))
 
     @staticmethod
     def _row(change: contract.Insert) -> dict[str, Any]:
@@ -326,10 +352,11 @@ class PostgresStore(Shares):
             if record.supersedes is not None:
                 by_tenant.setdefault(record.tenant_id, []).append(record.supersedes)
         for tenant_id, ids in by_tenant.items():
-            on(conn, sql.hold_versions(Tenant(tenant_id), ids))
-            gone = on(conn, sql.forgotten(Tenant(tenant_id), ids))
-            if gone:
-                raise StoreError(f"the record this version supersedes was deleted: {gone[0][0]}")
+            ((held, gone),) = on(conn, sql.hold_versions(Tenant(tenant_id), ids))
+            if not gone and not set(ids) <= set(held or ()):  # one was gone when locked: a
+                gone = [row[0] for row in on(conn, sql.forgotten(Tenant(tenant_id), ids))]
+            if gone:  # deletion that committed while this waited, seen in a new snapshot
+                raise StoreError(f"the record this version supersedes was deleted: {gone[0]}")
 
     def _place(self, conn: Conn, record: Record) -> None:
         """Write where an existing record sits in its history (import)."""
