@@ -29,6 +29,9 @@ both backends. What differs:
   a unique partial index, as SQLite's migration 0014.
 * ``share_grants`` and the indexes of share copies (by target agent, by original):
   SQLite's 0016.
+* ``records_vector_owners`` (0008): the owner columns of the rows holding a
+  vector, so the vector probe's bounded count is an index-only walk. SQLite has
+  no counterpart: its vector partitions count in memory.
 """
 
 from __future__ import annotations
@@ -180,6 +183,16 @@ CREATE INDEX records_share_original ON records (tenant_id, ((derived_from::jsonb
 """
 
 
+# The vector probe counts the vectors a caller sees (up to ``exact_below_rows``)
+# to choose an exact or an index search: an index-only walk here instead of a heap
+# walk (PostgreSQL only: SQLite's vector engine counts in memory).
+_VECTOR_OWNERS = """
+CREATE INDEX records_vector_owners
+    ON records (tenant_id, user_id, scope, agent_id, embedding_model, status)
+    WHERE embedding IS NOT NULL;
+"""
+
+
 def migrations(text_search: str) -> tuple[tuple[str, str], ...]:
     """The migrations in order, as (name, SQL); ``text_search`` is the configuration
     a new schema's ``tsvector`` column uses (an existing one keeps its own)."""
@@ -191,4 +204,5 @@ def migrations(text_search: str) -> tuple[tuple[str, str], ...]:
         ("0005_audit", _AUDIT),
         ("0006_traces", _TRACES),
         ("0007_share_grants", _SHARE_GRANTS),
+        ("0008_vector_owner_counts", _VECTOR_OWNERS),
     )

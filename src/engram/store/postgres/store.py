@@ -147,7 +147,11 @@ class PostgresStore(Shares):
         if not ids:
             return {}
         self.writing(vis.tenant_id)
-        found = self.rows(vectors.vectors_of(vis, ids, model), "reading vectors")
+        query, params = vectors.vectors_of(vis, ids, model)
+        # binary results: a vector arrives as float32 bytes (its text form, 384
+        # numbers to parse each, took 25 ms for 135 vectors)
+        with self.connection("reading vectors") as conn, conn.cursor(binary=True) as cursor:
+            found = cursor.execute(query, params).fetchall()
         return {str(row[0]): _array(row[1]) for row in found}
 
     # -- candidates -------------------------------------------------------------------
@@ -214,7 +218,9 @@ class PostgresStore(Shares):
         words = terms(probe.text)
         if not words or probe.limit <= 0:
             return []
-        query = sql.lexical(vis, self.text_config, " or ".join(words), probe.statuses, probe.limit)
+        bound = self.config.lexical_rank_rows or None
+        query = sql.lexical(vis, self.text_config, " or ".join(words), probe.statuses, probe.limit,
+                            bound)  # fmt: skip
         return [(record_from_values(row), float(row[-1])) for row in on(conn, query)]
 
     def _vector(self, conn: Conn, vis: Visibility, probe: contract.VectorProbe) -> contract.Hits:
