@@ -30,8 +30,8 @@ the outermost block runs ``_before_commit`` (the audit rows still owed) before
 before it is sent, each parameter set of a pipelined batch, and the
 transaction control ``block`` sends (``BEGIN``, ``SAVEPOINT``, ``RELEASE``,
 ``COMMIT``), so it counts every statement but a rollback; tests pin what each
-call sends and inject failures. Statements reach it through the cursors of this store's connections
-(``cursor_factory``), so no call site can bypass it.
+call sends and inject failures. Statements reach it through the cursors of this
+store's connections (``cursor_factory``), so no call site can bypass it.
 """
 
 from __future__ import annotations
@@ -114,6 +114,14 @@ class Session:
         unit: Unit | None = getattr(self._local, "unit", None)
         return unit
 
+    def _held_unit(self) -> tuple[Conn, Unit] | None:
+        """This thread's transaction connection and its state, if it holds one."""
+        conn, unit = self._held(), self.unit()
+        if conn is None:
+            return None
+        assert unit is not None, "a held connection always has its transaction state"
+        return conn, unit
+
     @property
     def in_transaction(self) -> bool:
         """True while this thread holds an open transaction of this store."""
@@ -124,8 +132,9 @@ class Session:
         """One atomic unit: ``BEGIN`` on a pooled connection at the outside, a
         savepoint when nested. A failure at ``COMMIT`` (a dropped connection)
         raises ``Unavailable`` and nothing of the unit is kept."""
-        held, unit = self._held(), self.unit()
-        if held is not None and unit is not None:
+        open_one = self._held_unit()
+        if open_one is not None:
+            held, unit = open_one
             with mapped(self.server, "taking write locks"):
                 self._take_locks(held, unit)  # outside the savepoint: they outlast it
             saved = unit.snapshot()
@@ -206,8 +215,9 @@ class Session:
     @contextmanager
     def connection(self, doing: str) -> Iterator[Conn]:
         """This thread's transaction connection, or a pooled one for the block."""
-        held, unit = self._held(), self.unit()
-        if held is not None and unit is not None:
+        open_one = self._held_unit()
+        if open_one is not None:
+            held, unit = open_one
             with mapped(self.server, doing):
                 self._take_locks(held, unit)
                 yield held

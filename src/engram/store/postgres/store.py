@@ -166,7 +166,7 @@ class PostgresStore(Shares):
         self.writing(vis.tenant_id, *(p.slot.tenant_id for p in probes
                                       if isinstance(p, contract.SlotProbe)))  # fmt: skip
         if self.in_transaction:
-            return self._in_savepoint(vis, probes)
+            return self._in_savepoint(vis, probes) if probes else []
         if len(probes) > 1 and self.config.probe_threads > 1:
             if self._probes is None:
                 self._probes = ThreadPoolExecutor(self.config.probe_threads, "engram-pg-probe")
@@ -359,9 +359,11 @@ class PostgresStore(Shares):
                 by_tenant.setdefault(record.tenant_id, []).append(record.supersedes)
         for tenant_id, ids in by_tenant.items():
             ((held, gone),) = on(conn, sql.hold_versions(Tenant(tenant_id), ids))
-            if not gone and not set(ids) <= set(held or ()):  # one was gone when locked: a
+            # A version not locked was gone: a deletion that committed while the
+            # lock waited is in ``forgotten`` only for a new snapshot.
+            if not gone and not set(ids) <= set(held or ()):
                 gone = [row[0] for row in on(conn, sql.forgotten(Tenant(tenant_id), ids))]
-            if gone:  # deletion that committed while this waited, seen in a new snapshot
+            if gone:
                 raise StoreError(f"the record this version supersedes was deleted: {gone[0]}")
 
     def _place(self, conn: Conn, record: Record) -> None:
