@@ -10,7 +10,7 @@ of them to another agent, ``revoke`` of the grant, and the median of 20 single
 ``remember`` calls. Reported: medians and 95th percentiles per side, and the
 median of the per-round ratios old/new (above 1: the checkout is faster).
 
-    git worktree add /tmp/engram-old <commit>
+    mkdir /tmp/engram-old && git archive <commit> src | tar -x -C /tmp/engram-old
     PYTHONPATH=src .venv/bin/python benchmarks/pg_writes_ab.py --old-src /tmp/engram-old/src
 """
 
