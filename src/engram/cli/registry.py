@@ -48,7 +48,7 @@ OPTIONAL: tuple[tuple[str, str], ...] = (
     ("engram.eval.cli", "add_eval_command"),  # eval
 )
 
-ROOT_OPTIONS = ("--db", "--embedder", "--working")
+ROOT_OPTIONS = {"--db": "db", "--embedder": "embedder", "--working": "working"}  # option: dest
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +72,7 @@ def build_parser(optional: tuple[tuple[str, str], ...] = OPTIONAL) -> argparse.A
     for name in BUILTIN:
         importlib.import_module(name).add_command(commands)
     skipped = [s for s in (_load(commands, m, f) for m, f in optional) if s is not None]
-    third_party = [s for s in skipped if not s.missing.startswith("engram")]
+    third_party = [s for s in skipped if not _ours(s.missing)]
     if third_party:
         parser.epilog = "not available here (a library is not installed):\n" + "\n".join(
             f"  {s.module}: needs {s.missing!r}" for s in third_party
@@ -112,7 +112,7 @@ def _load(commands: Commands, module_name: str, function: str) -> Skipped | None
     except ModuleNotFoundError as exc:
         missing = exc.name or ""
         absent_itself = module_name == missing or module_name.startswith(missing + ".")
-        if absent_itself or not missing.startswith("engram"):
+        if absent_itself or not _ours(missing):
             return Skipped(module_name, missing)
         raise
     register: Callable[[Commands], None] = getattr(module, function)
@@ -120,11 +120,17 @@ def _load(commands: Commands, module_name: str, function: str) -> Skipped | None
     return None
 
 
+def _ours(module_name: str) -> bool:
+    """Whether ``module_name`` is part of Engram (not a third-party library)."""
+    return module_name == "engram" or module_name.startswith("engram.")
+
+
 def _defer_to_root(parser: argparse.ArgumentParser) -> None:
     """Suppress the defaults of root options a command declares again (see module)."""
     for sub in _subparsers(parser):
         for action in sub._actions:
-            if set(action.option_strings) & set(ROOT_OPTIONS):
+            dests = {ROOT_OPTIONS[o] for o in action.option_strings if o in ROOT_OPTIONS}
+            if action.dest in dests:  # the same option and value (eval's own --embedder is not)
                 action.default = argparse.SUPPRESS
 
 

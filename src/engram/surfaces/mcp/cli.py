@@ -23,8 +23,6 @@ from typing import Any
 from engram.cli.common import Commands, add_identity, context_of, opened
 from engram.errors import ConfigError
 from engram.scope import resolve
-from engram.surfaces.mcp.http import create_http_app, is_loopback
-from engram.surfaces.mcp.server import build_server
 from engram.surfaces.principal import Authenticator
 
 __all__ = ["add_command", "load_authenticator"]
@@ -70,6 +68,16 @@ def load_authenticator(spec: str) -> Authenticator:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    try:  # here, not at import: the SDK takes a second to import, and is an extra
+        from engram.surfaces.mcp.http import create_http_app, is_loopback
+        from engram.surfaces.mcp.server import build_server
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in ("mcp", "starlette", "pydantic", "anyio"):
+            raise
+        raise ConfigError(
+            f"engram mcp needs the MCP SDK ({exc.name} is not installed): "
+            "pip install 'engram-governed[mcp]'"
+        ) from None
     authenticator = load_authenticator(args.authenticator) if args.authenticator else None
     if args.transport == "stdio" and authenticator is not None:
         raise ConfigError("--authenticator is for --transport http; stdio serves one identity")
