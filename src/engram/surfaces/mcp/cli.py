@@ -25,7 +25,7 @@ from engram.errors import ConfigError
 from engram.scope import resolve
 from engram.surfaces.principal import Authenticator
 
-__all__ = ["add_command", "load_authenticator"]
+__all__ = ["add_command", "is_loopback", "load_authenticator"]
 
 
 def add_command(commands: Commands) -> None:
@@ -60,7 +60,10 @@ def load_authenticator(spec: str) -> Authenticator:
         found: Any = getattr(importlib.import_module(module_name), name)
     except (ImportError, AttributeError) as exc:
         raise ConfigError(f"--authenticator {spec!r} cannot be loaded: {exc}") from None
-    made = found if callable(getattr(found, "authenticate", None)) else found()
+    instance = not isinstance(found, type) and callable(getattr(found, "authenticate", None))
+    if not instance and not callable(found):
+        raise ConfigError(f"--authenticator {spec!r} is neither an Authenticator nor a factory")
+    made = found if instance else found()  # a class or a factory function is called
     if not callable(getattr(made, "authenticate", None)):
         raise ConfigError(f"--authenticator {spec!r} gives no object with authenticate()")
     authenticator: Authenticator = made
@@ -68,8 +71,9 @@ def load_authenticator(spec: str) -> Authenticator:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    authenticator = _checked(args)
     try:  # here, not at import: the SDK takes a second to import, and is an extra
-        from engram.surfaces.mcp.http import create_http_app, is_loopback
+        from engram.surfaces.mcp.http import create_http_app
         from engram.surfaces.mcp.server import build_server
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in ("mcp", "starlette", "pydantic", "anyio"):
@@ -78,17 +82,7 @@ def _serve(args: argparse.Namespace) -> int:
             f"engram mcp needs the MCP SDK ({exc.name} is not installed): "
             "pip install 'engram-governed[mcp]'"
         ) from None
-    authenticator = load_authenticator(args.authenticator) if args.authenticator else None
-    if args.transport == "stdio" and authenticator is not None:
-        raise ConfigError("--authenticator is for --transport http; stdio serves one identity")
     ctx = context_of(args)
-    if authenticator is None:
-        resolve(ctx)  # stdio and unauthenticated HTTP serve one identity: it must be whole
-        if args.transport == "http" and not is_loopback(args.host):
-            raise ConfigError(
-                f"an HTTP server without --authenticator has no authentication; "
-                f"it listens on loopback only, not {args.host!r}"
-            )
     with opened(args) as mem:
         if args.transport == "stdio":
             print(f"engram mcp: stdio, tenant {ctx.tenant_id}, user {ctx.user_id}", file=sys.stderr)
@@ -103,6 +97,27 @@ def _serve(args: argparse.Namespace) -> int:
         )
         _run_http(app, args)
     return 0
+
+
+def _checked(args: argparse.Namespace) -> Authenticator | None:
+    """The authenticator, after refusing what cannot be served safely (before the
+    store opens or the SDK loads)."""
+    authenticator = load_authenticator(args.authenticator) if args.authenticator else None
+    if args.transport == "stdio" and authenticator is not None:
+        raise ConfigError("--authenticator is for --transport http; stdio serves one identity")
+    if authenticator is None:
+        resolve(context_of(args))  # one identity for every call: it must be whole
+        if args.transport == "http" and not is_loopback(args.host):
+            raise ConfigError(
+                f"an HTTP server without --authenticator has no authentication; "
+                f"it listens on loopback only, not {args.host!r}"
+            )
+    return authenticator
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (only local processes can connect)."""
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def _run_http(app: Any, args: argparse.Namespace) -> None:

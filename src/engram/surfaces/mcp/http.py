@@ -47,8 +47,6 @@ from engram.surfaces.principal import Authenticator
 
 __all__ = ["McpEndpoint", "create_http_app", "http_endpoint"]
 
-_LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
 
 class McpEndpoint:
     """The authenticated streamable HTTP endpoint of one MCP server."""
@@ -151,8 +149,3 @@ def create_http_app(
             yield
 
     return Starlette(routes=[Route(path, endpoint)], lifespan=lifespan)
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address (only local processes can connect)."""
-    return host in _LOOPBACK or host.startswith("127.")
