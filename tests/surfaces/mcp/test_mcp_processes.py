@@ -175,3 +175,30 @@ def test_the_authenticator_option_loads_a_class_a_factory_or_an_instance() -> No
     for spec in ("mcp_support", "mcp_support:KEYS", "mcp_support:nothing_here"):
         with pytest.raises(ConfigError):
             load_authenticator(spec)
+
+
+def test_without_the_sdk_engram_mcp_says_which_extra_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engram.cli import main
+
+    for name in [m for m in sys.modules if m == "mcp" or m.startswith(("mcp.", "mcp_types"))]:
+        monkeypatch.setitem(sys.modules, name, None)  # importing it fails, as if not installed
+    monkeypatch.setitem(sys.modules, "mcp", None)
+    for name in ("engram.surfaces.mcp.http", "engram.surfaces.mcp.server"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    code = main(
+        [
+            "--db",
+            f"sqlite:///{tmp_path / 'x.db'}",
+            "--embedder",
+            "hashing",
+            "mcp",
+            "--tenant",
+            "acme",
+            "--user",
+            "u1",
+        ]
+    )
+    assert code == 3
+    assert "pip install 'engram-governed[mcp]'" in capsys.readouterr().err
