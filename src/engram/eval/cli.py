@@ -88,7 +88,8 @@ def add_eval_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
     evaluate = commands.add_parser("eval", help="evaluation suites")
     suites = evaluate.add_subparsers(dest="suite", required=True)
     golden = suites.add_parser("golden", help="the governance golden suite of recall")
-    golden.add_argument("--embedder", dest="embedder_name", default="hashing")
+    golden.add_argument("--embedder", dest="embedder_name", default="hashing",
+                        help="the embedder the cases run with (default: hashing)")  # fmt: skip
     golden.add_argument("--json", action="store_true", help="print JSON, not markdown")
     golden.set_defaults(func=_golden)
     locomo = suites.add_parser("locomo", help="LoCoMo evidence retrieval against baselines")
@@ -107,9 +108,11 @@ def _add_retrieval_options(
 ) -> None:
     """The options every retrieval benchmark takes: data, embedder, output, systems."""
     parser.add_argument("--data", default=data, help=data_help)
-    parser.add_argument("--embedder", dest="embedder_name", default="local")
+    parser.add_argument("--embedder", dest="embedder_name", default="local",
+                        help="the embedder Engram runs with (default: local)")  # fmt: skip
     parser.add_argument("--out", default="eval-results", help="output folder")
-    parser.add_argument("--systems", nargs="+", default=list(systems), choices=systems)
+    parser.add_argument("--systems", nargs="+", default=list(systems), choices=systems,
+                        help="the systems to compare (default: all)")  # fmt: skip
 
 
 def _add_beam(suites: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

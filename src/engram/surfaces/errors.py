@@ -21,7 +21,11 @@ class Outcome:
 
     ``http_status`` is the REST status, ``problem`` the last segment of the
     ``application/problem+json`` type URI, ``title`` its human title, and
-    ``exit_code`` the command line's exit status.
+    ``exit_code`` the command line's exit status. The command line keeps 0 (done),
+    1 (the command answered no: a broken audit chain, an unconfirmed erasure) and
+    130 (interrupted) for itself; 2 is argparse's usage error and, on purpose, the
+    code of a refused argument too (both mean: bad input, nothing was done); 70,
+    the root row, is an internal error (``EX_SOFTWARE``). See docs/cli.md.
     """
 
     http_status: int
@@ -43,7 +47,7 @@ TABLE: dict[type[BaseException], Outcome] = {
     errors.Unavailable: Outcome(503, "unavailable", "Service unavailable", 9),
     errors.EmbeddingError: Outcome(503, "embedding-error", "Embedding failed", 10),
     errors.PartialWrite: Outcome(500, "partial-write", "Partial write", 11),
-    errors.EngramError: Outcome(500, "engram-error", "Engram error", 1),
+    errors.EngramError: Outcome(500, "engram-error", "Engram error", 70),
 }
 
 
