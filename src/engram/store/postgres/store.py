@@ -29,11 +29,12 @@ from engram.errors import EngramError, InvalidArgument, StoreError
 from engram.store import contract
 from engram.store.dialect import POSTGRES
 from engram.store.lexical import terms
-from engram.store.postgres import sql, vectors
-from engram.store.postgres.admin import Admin, update_query
+from engram.store.postgres import lifecycle_sql, sql, vectors
+from engram.store.postgres.admin import update_query
 from engram.store.postgres.config import PostgresConfig
 from engram.store.postgres.connect import connect, libpq_url, migrate, open_pool, text_config
 from engram.store.postgres.errors import Server
+from engram.store.postgres.lifecycle import Lifecycle
 from engram.store.postgres.session import Conn, on
 from engram.store.predicate import OwnerSlot, Tenant, Visibility
 from engram.store.rows import record_from_values, record_to_row, to_micros
@@ -77,10 +78,12 @@ def _tenant_of(change: contract.Change) -> str:
         return change.tenant.tenant_id
     if isinstance(change, contract.Touch):
         return change.vis.tenant_id
+    if isinstance(change, (contract.Outcome, contract.Consolidated)):
+        return change.subject.tenant_id
     return change.entry.tenant_id
 
 
-class PostgresStore(Admin):
+class PostgresStore(Lifecycle):
     """System of record, lexical and vector indexes in one PostgreSQL database."""
 
     @classmethod
@@ -283,6 +286,15 @@ class PostgresStore(Admin):
                 conn.execute(*sql.touch(change.vis, change.ids, to_micros(change.at) or 0))
         elif isinstance(change, contract.Audit):
             applied.audit_ids.append(self.append_audit(conn, change.entry))
+        elif isinstance(change, contract.Outcome):
+            conn.execute(*lifecycle_sql.outcome(change.subject, change.procedure_id,
+                                                change.success, change.reward,
+                                                to_micros(change.at) or 0))  # fmt: skip
+        elif isinstance(change, contract.Consolidated):
+            if change.episode_ids:
+                marked = lifecycle_sql.mark_consolidated(change.subject, change.episode_ids,
+                                                         to_micros(change.at) or 0)  # fmt: skip
+                conn.execute(*marked)
         else:  # pragma: no cover - the Change union is closed
             raise StoreError(f"unknown change {type(change).__name__}")
 

@@ -28,8 +28,10 @@ from engram.store.contract import (
     Applied,
     Audit,
     Change,
+    Consolidated,
     Delete,
     Insert,
+    Outcome,
     Place,
     Touch,
     UnlinkContests,
@@ -39,6 +41,7 @@ from engram.store.predicate import OwnerSlot, Subject
 from engram.store.pseudonyms import pseudonym, pseudonymised
 from engram.store.rows import record_to_row, to_micros
 from engram.store.sqlite import statements_admin as admin
+from engram.store.sqlite import statements_lifecycle as lifecycle
 from engram.store.sqlite import statements_write as sql
 from engram.store.sqlite.reads import Reads
 from engram.types import Record
@@ -90,6 +93,13 @@ class Writes(Reads):
             done.unlinked += self._run(*query).rowcount if change.ids else 0
         elif isinstance(change, Audit):
             done.audit_ids.append(self._append_audit(change.entry))
+        elif isinstance(change, Outcome):
+            self._run(*lifecycle.outcome(change.subject, change.procedure_id, change.success,
+                                         change.reward, to_micros(change.at) or 0))  # fmt: skip
+        elif isinstance(change, Consolidated):
+            if change.episode_ids:
+                self._run(*lifecycle.mark_consolidated(change.subject, change.episode_ids,
+                                                       to_micros(change.at) or 0))  # fmt: skip
         else:
             raise InvalidArgument(f"unknown change {type(change).__name__}")
 
