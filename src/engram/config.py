@@ -328,8 +328,8 @@ class ConsolidationConfig:
     session_gap_minutes: float = 60.0
     topic_similarity: float = 0.2
     min_topic_episodes: int = 3
-    max_group_episodes: int = 24
-    summary_max_chars: int = 1500
+    max_group_episodes: int = 16
+    summary_max_chars: int = 1000
     merge_cosine: float = 0.92
     lease_seconds: float = 600.0
     page_size: int = 500

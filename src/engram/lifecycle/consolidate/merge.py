@@ -1,13 +1,15 @@
 """Merge: near-duplicate semantic facts of one slot become one.
 
 Candidates are the subject's active, uncontested semantic facts, compared
-within one slot (owner, scope and governance, as summaries are grouped) by
-their stored vectors: a pair at least ``merge_cosine`` alike is a duplicate
-unless it is a conflict (two values of one key) or merging would lose a key (a
-keyed fact only merges into a fact of the same key). The survivor is the
-stronger: higher authority, then higher confidence, then the keyed one, then the
-older (the established wording). Merges do not chain: a fact merged away
-absorbs nothing.
+within one scope and governance (private, purpose, consent basis, sensitivity)
+by their stored vectors: a pair at least ``merge_cosine`` alike is a duplicate
+unless it is a conflict (two values of one key), merging would lose a key (a
+keyed fact only merges into a fact of the same key), or the survivor would be
+hidden from a reader of the other (an agent's fact merges into the user's own or
+into that agent's, never the user's into an agent's). The survivor is the
+stronger: higher authority, then higher confidence, then the keyed one, then
+the user's own, then the older (the established wording). Merges do not chain:
+a fact merged away absorbs nothing.
 
 Nothing is overwritten: the merged-away fact keeps its content and becomes
 ``superseded`` by the survivor (``superseded_by``, its validity closed now), so
@@ -19,6 +21,7 @@ facts first and skips the pair when either changed meanwhile.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -72,9 +75,9 @@ def semantic_facts(
         after = (page[-1].observed_at, page[-1].id)
 
 
-def _strength(record: Record) -> tuple[int, float, int, float, str]:
+def _strength(record: Record) -> tuple[int, float, int, int, float, str]:
     return (AUTHORITY_RANK[record.authority], record.confidence, int(record.key is not None),
-            -record.observed_at.timestamp(), record.id)  # fmt: skip
+            int(record.agent_id is None), -record.observed_at.timestamp(), record.id)  # fmt: skip
 
 
 def _value(record: Record) -> str:
@@ -82,7 +85,9 @@ def _value(record: Record) -> str:
 
 
 def _mergeable(kept: Record, loser: Record) -> bool:
-    """A duplicate, not a conflict, and no key lost."""
+    """A duplicate, not a conflict, no key lost, the survivor seen by the other's readers."""
+    if kept.agent_id not in (None, loser.agent_id):
+        return False
     if loser.key is None:
         return True
     return kept.key == loser.key and _value(kept) == _value(loser)
@@ -112,11 +117,24 @@ def find_merges(
 
 
 def _slots(facts: Sequence[Record]) -> dict[tuple[Slot, str], list[Record]]:
-    """Facts by slot and sensitivity: only facts under one governance merge."""
+    """Facts by scope and governance (any agent): only facts under one governance merge."""
     slots: dict[tuple[Slot, str], list[Record]] = {}
     for record in facts:
-        slots.setdefault((slot_of(record), record.sensitivity.value), []).append(record)
+        key = dataclasses.replace(slot_of(record), agent_id=None)
+        slots.setdefault((key, record.sensitivity.value), []).append(record)
     return slots
+
+
+def _vectors(
+    store: Backend, subject: Subject, slot: Slot, facts: Sequence[Record], model: str
+) -> dict[str, NDArray[np.float32]]:
+    """The stored vectors of ``facts``, read under each owning agent's visibility."""
+    found: dict[str, NDArray[np.float32]] = {}
+    for agent in sorted({r.agent_id or "" for r in facts}):
+        vis = slot_visibility(subject, dataclasses.replace(slot, agent_id=agent or None))
+        ids = [r.id for r in facts if (r.agent_id or "") == agent]
+        found.update(store.vectors(vis, ids, model))
+    return found
 
 
 def plan_merges(store: Backend, subject: Subject, config: Config, now: datetime) -> list[Merge]:
@@ -128,7 +146,7 @@ def plan_merges(store: Backend, subject: Subject, config: Config, now: datetime)
     for (slot, _), facts in _slots(list(semantic_facts(store, subject, config, now))).items():
         if len(facts) < 2:
             continue
-        vectors = store.vectors(slot_visibility(subject, slot), [r.id for r in facts], model)
+        vectors = _vectors(store, subject, slot, facts, model)
         found += find_merges(facts, vectors, config.consolidation.merge_cosine)
     return found
 
