@@ -26,12 +26,10 @@ from engram.errors import (
     PartialWrite,
 )
 from engram.lifecycle import forget as forgetting
-from engram.lifecycle.consolidate import ConsolidationReport, ProcedureOutcomes, Summariser
+from engram.lifecycle.consolidate import ConsolidationReport, ProcedureOutcomes, Summariser, Tools
 from engram.lifecycle.consolidate import consolidate as run_consolidation
 from engram.lifecycle.consolidate.outcomes import record_outcome
 from engram.lifecycle.consolidate.progress import Progress
-from engram.lifecycle.consolidate.runner import Tools
-from engram.lifecycle.consolidate.summarise import ExtractiveSummariser
 from engram.lifecycle.transfer import ImportReport, export_rows, import_rows
 from engram.recall.budget import (
     ApproxTokenCounter,
@@ -311,15 +309,9 @@ class Engram:
         it stopped. ``progress`` None draws a bar when stderr is a terminal."""
         checked = resolve(Context(tenant_id=tenant_id, user_id=user_id or tenant_id))
         user = None if user_id is None else checked.user_id
-        if summariser is not None and not isinstance(summariser, Summariser):
-            raise InvalidArgument("summariser must have summarise(episodes, limit) and confidence")
-        if proposer is not None and not isinstance(proposer, Proposer):
-            raise InvalidArgument("proposer must have a propose(turns) method")
-        tools = Tools(self.store, self._writer, self.config, summariser or ExtractiveSummariser(),
-                      proposer or RuleProposer())  # fmt: skip
-        label = f"consolidate {checked.tenant_id}"
-        bar = None if progress is False else Progress(1, label, enabled=progress)
-        return run_consolidation(tools, checked.tenant_id, user, self._now(now), bar)
+        tools = Tools.checked(self.store, self._writer, self.config, summariser, proposer)
+        return run_consolidation(tools, checked.tenant_id, user, self._now(now),
+                                 Progress.of(f"consolidate {checked.tenant_id}", progress))
 
     def record_outcome(
         self, ctx: Context, procedure_id: str, success: bool, reward: float | None = None,

@@ -25,6 +25,12 @@ class Progress:
         self._users, self._label = max(users, 1), label
         self._drawn = False
 
+    @classmethod
+    def of(cls, label: str, wanted: bool | None) -> Progress | None:
+        """A progress line for ``label``: None when ``wanted`` is False; drawn when
+        ``wanted`` is True, or (None) when stderr is a terminal."""
+        return None if wanted is False else cls(1, label, enabled=wanted)
+
     def total(self, users: int) -> None:
         """Set how many users the run goes through (known once they are listed)."""
         self._users = max(users, 1)

@@ -38,7 +38,7 @@ from engram.lifecycle.consolidate.merge import merge, plan_merges, slot_visibili
 from engram.lifecycle.consolidate.outcomes import episode_outcomes
 from engram.lifecycle.consolidate.progress import Progress
 from engram.lifecycle.consolidate.report import ConsolidationReport, Tally
-from engram.lifecycle.consolidate.summarise import Summariser
+from engram.lifecycle.consolidate.summarise import ExtractiveSummariser, Summariser
 from engram.lifecycle.consolidate.writes import Batch, commit
 from engram.store.audit import AuditEntry
 from engram.store.contract import Audit, Consolidated, Lease, SubjectScan
@@ -49,7 +49,7 @@ from engram.write.commit import Owner
 from engram.write.passages import expand
 from engram.write.path import WritePath
 from engram.write.proposal import build_proposal
-from engram.write.propose import Proposer
+from engram.write.propose import Proposer, RuleProposer
 
 __all__ = ["ACTOR", "Tools", "consolidate"]
 
@@ -67,6 +67,23 @@ class Tools:
     config: Config
     summariser: Summariser
     proposer: Proposer
+
+    @classmethod
+    def checked(
+        cls, store: Backend, writer: WritePath, config: Config, summariser: object,
+        proposer: object,
+    ) -> Tools:  # fmt: skip
+        """The tools of a run, with the defaults (``ExtractiveSummariser``,
+        ``RuleProposer``) for None; ``InvalidArgument`` for one of the wrong shape."""
+        if summariser is None:
+            summariser = ExtractiveSummariser()
+        if not isinstance(summariser, Summariser):
+            raise InvalidArgument("summariser must have summarise(episodes, limit) and confidence")
+        if proposer is None:
+            proposer = RuleProposer()
+        if not isinstance(proposer, Proposer):
+            raise InvalidArgument("proposer must have a propose(turns) method")
+        return cls(store, writer, config, summariser, proposer)
 
 
 class _Stale(Exception):
