@@ -307,7 +307,8 @@ class Engram:
         ``InvalidArgument``; a user with no memories is ``NotFound``. The same ``now``
         twice changes nothing the second time, and an interrupted run resumes where
         it stopped. ``progress`` None draws a bar when stderr is a terminal."""
-        checked = resolve(Context(tenant_id=tenant_id, user_id=user_id or tenant_id))
+        named = tenant_id if user_id is None else user_id  # None: every user of the tenant
+        checked = resolve(Context(tenant_id=tenant_id, user_id=named))
         user = None if user_id is None else checked.user_id
         tools = Tools.checked(self.store, self._writer, self.config, summariser, proposer)
         return run_consolidation(tools, checked.tenant_id, user, self._now(now),

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -128,6 +129,20 @@ def test_a_failing_endpoint_stops_the_run_and_writes_nothing(
     assert summaries(mem, ctx) == []
     assert table_rows(mem.store, "consolidated") == []
     assert mem.consolidate("acme", "u1", now=LATER).summaries == 1  # the default, offline
+
+
+def test_a_group_with_sensitive_episodes_is_never_sent(
+    mem: Engram, ctx: Context, chat: FakeChat
+) -> None:
+    write_sessions(mem, ctx, [["We moved the standup to 10 am."]])
+    mem.remember(ctx, "My therapist suggested I take Fridays off.", type="episode",
+                 consent_basis="explicit_consent", sensitivity="high",
+                 now=LATER - timedelta(days=8, hours=-1))  # fmt: skip
+    report = mem.consolidate("acme", "u1", now=LATER,
+                             summariser=LLMSummariser(chat.url, "tiny-model"))  # fmt: skip
+    assert report.summaries == 2
+    assert len(chat.requests) == 1  # the low-sensitivity group only
+    assert "therapist" not in json.dumps(chat.requests)
 
 
 def test_the_summariser_is_configured_explicitly() -> None:

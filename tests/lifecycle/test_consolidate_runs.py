@@ -77,6 +77,7 @@ def test_a_clock_running_backwards_is_refused_and_changes_nothing(
     [
         ("acme", "nobody", LATER, NotFound),
         ("", "u1", LATER, IncompleteIdentity),
+        ("acme", " ", LATER, IncompleteIdentity),
         ("acme", "u1\n", LATER, InvalidArgument),
         ("acme", "u1", datetime(2024, 5, 9, 9, 0), InvalidArgument),  # naive
         ("acme", "u1", "2024-05-09", InvalidArgument),

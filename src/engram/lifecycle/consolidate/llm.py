@@ -7,6 +7,8 @@ llm``). The episodes go to the model as a JSON array, so their text stays data;
 the answer is checked (non-empty text, cut to the limit at a sentence) and then
 meets the write policy like any proposal: a summary holding a secret is refused
 like a remembered one. Its authority is ``derived_summary``, as for every summary.
+A group holding a high-sensitivity episode is not sent (unless ``send_sensitive``):
+it is summarised by the extractive summariser instead, offline.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engram.errors import ConfigError, EngramError
-from engram.lifecycle.consolidate.summarise import date_phrase
-from engram.types import Record
+from engram.lifecycle.consolidate.summarise import ExtractiveSummariser, date_phrase
+from engram.types import Record, Sensitivity
 
 __all__ = ["LLMSummariser"]
 
@@ -40,7 +42,7 @@ class LLMSummariser:
     confidence = 0.8  # a model's wording, not the episodes' own
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None,
-                 timeout: float = 30.0) -> None:  # fmt: skip
+                 timeout: float = 30.0, send_sensitive: bool = False) -> None:  # fmt: skip
         """Raises ConfigError for a base URL that is not http(s), an empty model or a
         timeout that is not a positive number of seconds."""
         if not isinstance(base_url, str) or not re.match(r"^https?://\S+$", base_url):
@@ -53,6 +55,7 @@ class LLMSummariser:
         self._model = model
         self._api_key = api_key
         self._timeout = float(timeout)
+        self._send_sensitive = send_sensitive is True
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> LLMSummariser:
@@ -73,6 +76,8 @@ class LLMSummariser:
         ``EngramError`` when the endpoint fails or answers no usable text."""
         if not episodes:
             return ""
+        if not self._send_sensitive and any(e.sensitivity == Sensitivity.HIGH for e in episodes):
+            return ExtractiveSummariser().summarise(episodes, limit)
         rows = [{"time": e.observed_at.isoformat(), "text": e.content} for e in episodes]
         body = {
             "model": self._model, "temperature": 0,
