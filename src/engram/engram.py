@@ -28,6 +28,10 @@ from engram.errors import (
 from engram.facade_lifecycle import LifecycleFacade
 from engram.lifecycle import audit_log
 from engram.lifecycle import forget as forgetting
+from engram.lifecycle.consolidate import ConsolidationReport, ProcedureOutcomes, Summariser, Tools
+from engram.lifecycle.consolidate import consolidate as run_consolidation
+from engram.lifecycle.consolidate.outcomes import record_outcome
+from engram.lifecycle.consolidate.progress import Progress
 from engram.lifecycle.transfer import ImportReport, export_rows, import_rows
 from engram.recall.budget import (
     ApproxTokenCounter,
@@ -290,6 +294,41 @@ class Engram(LifecycleFacade):
             self.working_store, scope.tenant_id, scope.user_id,
             lambda: forgetting.erase_subject(self.store, scope.tenant_id, scope.user_id,
                                              self._now(None), self._usage))  # fmt: skip
+
+    def consolidate(
+        self, tenant_id: str, user_id: str | None = None, now: datetime | None = None, *,
+        summariser: Summariser | None = None, proposer: Proposer | None = None,
+        progress: bool | None = None,
+    ) -> ConsolidationReport:  # fmt: skip
+        """The sleep cycle for one user, or each user of a tenant (docs/lifecycle.md).
+
+        Episodes older than ``config.consolidation.min_age_days`` become summaries
+        (``summariser``: extractive by default) linked to them by
+        ``source.derived_from``; the facts they state go through ``proposer`` and the
+        write policy; the procedure outcomes they report are counted; near-duplicate
+        facts merge. Each user runs under a lease (another consolidator's user is
+        reported busy); a ``now`` earlier than the user's last run is
+        ``InvalidArgument``; a user with no memories is ``NotFound``. The same ``now``
+        twice changes nothing the second time, and an interrupted run resumes where
+        it stopped. ``progress`` None draws a bar when stderr is a terminal."""
+        named = tenant_id if user_id is None else user_id  # None: every user of the tenant
+        checked = resolve(Context(tenant_id=tenant_id, user_id=named))
+        user = None if user_id is None else checked.user_id
+        tools = Tools.checked(self.store, self._writer, self.config, summariser, proposer)
+        return run_consolidation(tools, checked.tenant_id, user, self._now(now),
+                                 Progress.of(f"consolidate {checked.tenant_id}", progress))
+
+    def record_outcome(
+        self, ctx: Context, procedure_id: str, success: bool, reward: float | None = None,
+        now: datetime | None = None,
+    ) -> ProcedureOutcomes:  # fmt: skip
+        """Count one success or failure (with an optional ``reward`` in [-1, 1]) of the
+        caller's active procedure; recall ranks procedures by the smoothed success
+        rate. One transaction, one audit entry; returns the counts after it."""
+        scope, vis = self._visible(ctx)
+        record = self._own_record(vis, procedure_id)
+        return record_outcome(self.store, vis, record, success, reward, actor(scope),
+                              self._now(now), self.config.recall)  # fmt: skip
 
     def working(self, ctx: Context, kind: str | None = None) -> WorkingMemory:
         """Working memory of the caller's task (``kind="task"``) or session

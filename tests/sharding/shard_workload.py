@@ -173,6 +173,26 @@ def _sharing(store: Any, tenant: str) -> None:
     assert store.grants(owner) == []
 
 
+def _lifecycle(store: Any, tenant: str) -> None:
+    """Procedure outcomes, consolidation marks, subject scans and the lease."""
+    subject, vis = Subject(tenant, "u1"), visibility(tenant)
+    procedure = make_record(f"{tenant} deploy with blue-green", tenant, tier=Tier.PROCEDURAL,
+                            type="procedure")  # fmt: skip
+    episode = make_record(f"{tenant} deployed and it worked", tenant, tier=Tier.EPISODIC,
+                          type="episode")  # fmt: skip
+    store.apply([contract.Insert(procedure, None), contract.Insert(episode, None)])
+    store.apply([contract.Outcome(subject, procedure.id, True, 0.5, T0),
+                 contract.Consolidated(subject, (episode.id,), T0)])  # fmt: skip
+    assert store.outcomes(vis, [procedure.id])[procedure.id].successes == 1
+    assert store.subject_users(Tenant(tenant)) == ["u1"]
+    scan = contract.SubjectScan(("episode",), ACTIVE, T0 + timedelta(days=1), T0, 10,
+                                (T0 - timedelta(days=1), ""), unconsolidated=True)  # fmt: skip
+    assert store.subject_records(subject, scan) == []
+    later = T0 + timedelta(minutes=5)
+    assert store.take_lease(subject, "holder", T0, later).held
+    store.end_lease(subject, "holder", T0)
+
+
 def _maintenance(store: Any, tenant: str, made: dict[str, Record]) -> None:
     subject, owner = Subject(tenant, "u1"), Tenant(tenant)
     vis = visibility(tenant)
@@ -191,9 +211,9 @@ def _maintenance(store: Any, tenant: str, made: dict[str, Record]) -> None:
     store.apply([contract.UnlinkContests(owner, tuple(ids), T0 + timedelta(days=2)),
                  contract.Delete(owner, tuple(ids))])  # fmt: skip
     assert not any(store.residue(owner, ids).values())
+    store.forget_counters(subject)  # as erase_subject: the run row goes with the counters
     assert store.subject_residue(subject) == 0
     store.forget_audit_subject(subject)
-    store.forget_counters(subject)
     assert store.counter_rows(subject) == 0
     store.forget_partition(subject)
     assert not store.holds_cached(tenant)
@@ -219,6 +239,7 @@ def run(store: Any, tenants: tuple[str, str]) -> None:
     for tenant in tenants:
         _reads(store, tenant, made[tenant])
         _sharing(store, tenant)
+        _lifecycle(store, tenant)
     _global(store)
     _maintenance(store, tenants[1], made[tenants[1]])
     store.close()

@@ -8,7 +8,8 @@ Two protocols, written once for every backend (SQLite, PostgreSQL):
   for sharing between agents, the tenant's share grants and the share copies
   of given records or of a grant (``CopiesOf``, ``CopiesTo``).
 * ``Maintenance``: what administration needs (vector model, meta, audit chain,
-  traces, erasure evidence, index rebuilds). A request's hot path never calls it.
+  traces, erasure evidence, index rebuilds, and the lifecycle's scans and lease).
+  A request's hot path never calls it.
 
 Every read takes a predicate value from ``engram.store.predicate`` and the store
 renders it inside the query (``Visibility.sql(alias, dialect)``), so scoping is a
@@ -43,21 +44,26 @@ __all__ = [
     "Change",
     "CopiesOf",
     "CopiesTo",
+    "Consolidated",
     "Delete",
     "DropGrants",
     "Hits",
     "Insert",
     "KeyProbe",
+    "Lease",
     "LexicalProbe",
     "Listing",
     "Maintenance",
     "NeighbourProbe",
+    "Outcome",
+    "OutcomeStats",
     "Place",
     "Probe",
     "PutGrants",
     "RecentProbe",
     "SlotProbe",
     "Store",
+    "SubjectScan",
     "Touch",
     "UnlinkContests",
     "Update",
@@ -243,7 +249,81 @@ class DropGrants:
     types: tuple[str, ...]
 
 
-Change = Insert | Update | Place | Delete | UnlinkContests | Touch | Audit | PutGrants | DropGrants
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One success or failure of the procedure ``procedure_id`` of ``subject``, counted
+    into its statistics (``Store.outcomes``); ``reward`` is added to its reward total.
+    A procedure that is not the subject's own record changes nothing."""
+
+    subject: Subject
+    procedure_id: str
+    success: bool
+    reward: float | None
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Consolidated:
+    """Episodes of ``subject`` that consolidation has read: each is read once (a
+    rerun skips them, ``SubjectScan.unconsolidated``); an id already marked stays."""
+
+    subject: Subject
+    episode_ids: tuple[str, ...]
+    at: datetime
+
+
+Change = (
+    Insert | Update | Place | Delete | UnlinkContests | Touch | Audit | PutGrants | DropGrants
+    | Outcome | Consolidated
+)
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeStats:
+    """The counted outcomes of one procedure."""
+
+    successes: int = 0
+    failures: int = 0
+    reward_total: float = 0.0
+    rewards: int = 0
+
+    def success_rate(self, prior_successes: float, prior_failures: float) -> float:
+        """The posterior mean of a Beta prior updated by the counts: a procedure with
+        few outcomes stays near the prior, many outcomes dominate it."""
+        total = self.successes + self.failures + prior_successes + prior_failures
+        return (self.successes + prior_successes) / total
+
+    @property
+    def mean_reward(self) -> float | None:
+        """The mean of the rewards reported, None when none was."""
+        return self.reward_total / self.rewards if self.rewards else None
+
+
+@dataclass(frozen=True, slots=True)
+class SubjectScan:
+    """A page of one subject's records (every scope and agent), oldest observed first.
+
+    Records of ``types`` in ``statuses`` observed before ``before`` and not past their
+    retention at ``at``, after the cursor ``after`` (``(observed_at, id)`` of the last
+    record of the previous page). ``unconsolidated`` leaves out the episodes already
+    marked ``Consolidated``."""
+
+    types: tuple[str, ...]
+    statuses: tuple[str, ...]
+    before: datetime
+    at: datetime
+    limit: int
+    after: tuple[datetime, str] | None = None
+    unconsolidated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """The answer to a lease request: whether this holder has the subject now, and the
+    ``now`` of the subject's last finished consolidation (None: never)."""
+
+    held: bool
+    last_run: datetime | None
 
 
 @dataclass(slots=True)
@@ -284,6 +364,10 @@ class Store(Protocol):
         self, vis: Visibility, ids: Sequence[str], model: str
     ) -> dict[str, NDArray[np.float32]]:
         """Stored vectors of the visible ``ids`` (for diversity and dedup)."""
+        ...
+
+    def outcomes(self, vis: Visibility, ids: Sequence[str]) -> dict[str, OutcomeStats]:
+        """Counted outcomes of the visible procedures among ``ids`` (those with any)."""
         ...
 
     def history(self, vis: Visibility, record_id: str) -> list[Record]:
@@ -359,3 +443,11 @@ class Maintenance(Protocol):
     def iter_all(self, batch: int) -> Iterator[list[Record]]: ...
     def reset_vectors(self) -> None: ...
     def put_vectors(self, records: Sequence[Record], vectors: NDArray[np.float32]) -> None: ...
+
+    # lifecycle: scans of one subject and the per-subject consolidation lease
+    def subject_users(self, tenant: Tenant) -> list[str]: ...
+    def subject_records(self, subject: Subject, scan: SubjectScan) -> list[Record]: ...
+    def take_lease(
+        self, subject: Subject, holder: str, wall_now: datetime, until: datetime
+    ) -> Lease: ...
+    def end_lease(self, subject: Subject, holder: str, last_run: datetime | None) -> None: ...

@@ -29,6 +29,10 @@ both backends. What differs:
   a unique partial index, as SQLite's migration 0014.
 * ``share_grants`` and the indexes of share copies (by target agent, by original):
   SQLite's 0016.
+* ``0008_consolidation`` (SQLite's 0017): ``procedure_stats``, ``consolidated``
+  and ``consolidation_runs``; the first two reference their record by
+  (tenant_id, id) with ``ON DELETE CASCADE`` (what SQLite's trigger does), a key
+  that leads with the distribution column, so Citus keeps them co-located.
 """
 
 from __future__ import annotations
@@ -164,6 +168,39 @@ CREATE TABLE traces (
 CREATE INDEX traces_owner ON traces (tenant_id, user_id, seq);
 """
 
+_CONSOLIDATION = """
+CREATE TABLE procedure_stats (
+    tenant_id text NOT NULL,
+    procedure_id text NOT NULL,
+    user_id text NOT NULL,
+    successes bigint NOT NULL DEFAULT 0,
+    failures bigint NOT NULL DEFAULT 0,
+    reward_total double precision NOT NULL DEFAULT 0,
+    rewards bigint NOT NULL DEFAULT 0,
+    updated_at bigint NOT NULL,
+    PRIMARY KEY (tenant_id, procedure_id),
+    FOREIGN KEY (tenant_id, procedure_id) REFERENCES records (tenant_id, id) ON DELETE CASCADE
+);
+CREATE INDEX procedure_stats_subject ON procedure_stats (tenant_id, user_id);
+CREATE TABLE consolidated (
+    tenant_id text NOT NULL,
+    user_id text NOT NULL,
+    episode_id text NOT NULL,
+    at bigint NOT NULL,
+    PRIMARY KEY (tenant_id, user_id, episode_id),
+    FOREIGN KEY (tenant_id, episode_id) REFERENCES records (tenant_id, id) ON DELETE CASCADE
+);
+CREATE INDEX consolidated_episode ON consolidated (tenant_id, episode_id);
+CREATE TABLE consolidation_runs (
+    tenant_id text NOT NULL,
+    user_id text NOT NULL,
+    holder text NOT NULL,
+    lease_until bigint NOT NULL,
+    last_run bigint,
+    PRIMARY KEY (tenant_id, user_id)
+);
+"""
+
 
 _SHARE_GRANTS = """
 CREATE TABLE share_grants (
@@ -191,4 +228,5 @@ def migrations(text_search: str) -> tuple[tuple[str, str], ...]:
         ("0005_audit", _AUDIT),
         ("0006_traces", _TRACES),
         ("0007_share_grants", _SHARE_GRANTS),
+        ("0008_consolidation", _CONSOLIDATION),
     )

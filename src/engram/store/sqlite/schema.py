@@ -28,6 +28,13 @@ before a ``forget`` committed cannot resurrect the chain afterwards.
 agent, per tenant; ``lifecycle.share``) and two indexes of the share copies: by
 the agent they were shared to (a revoked grant deletes those) and by their
 original (``derived_from[0]``: a change to the original follows its copies).
+
+0017 holds what the lifecycle keeps beside the records: ``procedure_stats``
+(counted outcomes of each procedure), ``consolidated`` (the episodes
+consolidation has read, each once) and ``consolidation_runs`` (one row per
+subject: who holds the consolidation lease, until when, and the ``now`` of the
+last finished run). A deleted record takes its statistics and its mark with it
+(a trigger); an erasure deletes the subject's run row.
 """
 
 from __future__ import annotations
@@ -310,6 +317,41 @@ CREATE INDEX records_share_original ON records (tenant_id, json_extract(derived_
     WHERE source_kind = 'share';
 """
 
+_CONSOLIDATION = """
+CREATE TABLE procedure_stats (
+    tenant_id TEXT NOT NULL,
+    procedure_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    successes INTEGER NOT NULL DEFAULT 0,
+    failures INTEGER NOT NULL DEFAULT 0,
+    reward_total REAL NOT NULL DEFAULT 0,
+    rewards INTEGER NOT NULL DEFAULT 0,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, procedure_id)
+) WITHOUT ROWID;
+CREATE INDEX procedure_stats_subject ON procedure_stats (tenant_id, user_id);
+CREATE TABLE consolidated (
+    tenant_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    episode_id TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, user_id, episode_id)
+) WITHOUT ROWID;
+CREATE TABLE consolidation_runs (
+    tenant_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    holder TEXT NOT NULL,
+    lease_until INTEGER NOT NULL,
+    last_run INTEGER,
+    PRIMARY KEY (tenant_id, user_id)
+) WITHOUT ROWID;
+CREATE TRIGGER records_drop_lifecycle AFTER DELETE ON records BEGIN
+    DELETE FROM procedure_stats WHERE tenant_id = old.tenant_id AND procedure_id = old.id;
+    DELETE FROM consolidated
+        WHERE tenant_id = old.tenant_id AND user_id = old.user_id AND episode_id = old.id;
+END;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_meta", _META),
     ("0002_records", _RECORDS),
@@ -327,4 +369,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0014_one_active_version", _ONE_ACTIVE),
     ("0015_audit_subjects", _AUDIT_SUBJECTS),
     ("0016_share_grants", _SHARE_GRANTS),
+    ("0017_consolidation", _CONSOLIDATION),
 )

@@ -28,9 +28,11 @@ from engram.store.contract import (
     Applied,
     Audit,
     Change,
+    Consolidated,
     Delete,
     DropGrants,
     Insert,
+    Outcome,
     Place,
     PutGrants,
     Touch,
@@ -41,6 +43,7 @@ from engram.store.predicate import OwnerSlot, Subject
 from engram.store.pseudonyms import pseudonym, pseudonymised
 from engram.store.rows import record_to_row, to_micros
 from engram.store.sqlite import statements_admin as admin
+from engram.store.sqlite import statements_lifecycle as lifecycle
 from engram.store.sqlite import statements_write as sql
 from engram.store.sqlite.shares import Shares
 from engram.types import Record
@@ -96,6 +99,13 @@ class Writes(Shares):
             done.granted += self._put_grants(change)
         elif isinstance(change, DropGrants):
             done.revoked += self._drop_grants(change)
+        elif isinstance(change, Outcome):
+            self._run(*lifecycle.outcome(change.subject, change.procedure_id, change.success,
+                                         change.reward, to_micros(change.at) or 0))  # fmt: skip
+        elif isinstance(change, Consolidated):
+            if change.episode_ids:
+                self._run(*lifecycle.mark_consolidated(change.subject, change.episode_ids,
+                                                       to_micros(change.at) or 0))  # fmt: skip
         else:
             raise InvalidArgument(f"unknown change {type(change).__name__}")
 
