@@ -145,9 +145,15 @@ def _tenant_named(request: Request, raw: Sequence[Any]) -> JSONResponse | None:
     return problem_response(PROTOCOL[422], detail, request.url.path)
 
 
-def _json_content(request: Request) -> bool:
-    kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    return kind == "application/json" or kind.endswith("+json")
+def _not_json(request: Request) -> bool:
+    """Whether the request sent a body that is not declared JSON (a missing body is
+    not: that is a 422 naming the body)."""
+    declared = request.headers.get("content-type")
+    if declared is None:
+        sent = request.headers.get("content-length", "0") not in ("", "0")
+        return sent or "transfer-encoding" in request.headers
+    kind = declared.split(";", 1)[0].strip().lower()
+    return not (kind == "application/json" or kind.endswith("+json"))
 
 
 async def _invalid(request: Request, exc: Exception) -> JSONResponse:
@@ -162,7 +168,7 @@ async def _invalid(request: Request, exc: Exception) -> JSONResponse:
         reason = (first.get("ctx") or {}).get("error", "invalid JSON")
         return problem_response(PROTOCOL[400], f"the body is not valid JSON: {reason}", path)
     body_error = any(tuple(e.get("loc", ()))[:1] == ("body",) for e in raw)
-    if body_error and request.method in ("POST", "PUT", "PATCH") and not _json_content(request):
+    if body_error and _not_json(request):
         return problem_response(PROTOCOL[415], "send the body as JSON with "
                                 "'Content-Type: application/json'", path)  # fmt: skip
     errors = _field_errors(raw)

@@ -130,17 +130,14 @@ class RememberFields(Strict):
     agent_scope: Literal["user", "agent"] | None = None
 
     def sdk_fields(self) -> dict[str, Any]:
-        """The set fields without ``content``; a null drops to the SDK's default."""
-        return {name: value for name, value in self.fields("content").items()
+        """The memory's set fields as ``remember`` keyword arguments (no ``content``,
+        no identity); a null drops to the SDK's default."""
+        return {name: value for name, value in self.fields("content", *IDENTITY).items()
                 if value is not None or name == "value"}  # fmt: skip
 
 
 class RememberBody(Identity, RememberFields):
     """``POST /v1/memories``: the identity and one memory."""
-
-    def memory(self) -> RememberFields:
-        """The memory part, without the identity."""
-        return RememberFields.model_validate(self.fields(*IDENTITY))
 
 
 class GlobalBody(RememberFields):

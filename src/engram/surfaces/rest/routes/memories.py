@@ -42,8 +42,7 @@ READ = problems(401, 403, 404, 422, 500, 503)
 def remember(body: RememberBody, caller: Caller, mem: Mem) -> dict[str, Any]:
     """Propose one memory; the write path decides ADD, CONFIRM, SUPERSEDE, ... or REJECT
     (a REJECT is a decision, answered 200 with its reason)."""
-    memory = body.memory()
-    result = mem.remember(body.context(caller), memory.content, **memory.sdk_fields())
+    result = mem.remember(body.context(caller), body.content, **body.sdk_fields())
     return write_view(result)
 
 
