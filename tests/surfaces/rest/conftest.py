@@ -4,7 +4,8 @@
 in memory, PostgreSQL with working memory on Redis), with a key file holding:
 ``admin`` (admin of tenant acme), ``user`` (acme), ``scoped`` (acme, only user u1
 and agent coder), ``other`` (admin of tenant globex) and ``revoked`` (acme,
-revoked). ``api.call`` goes through the ASGI app in process (``TestClient``);
+revoked). ``api.call`` goes through the ASGI app in process (``TestClient``) and checks
+each answer against the schema (``Api.conform``);
 ``served`` runs the same app on uvicorn on a free loopback port for the tests
 that must cross a real socket.
 """
@@ -17,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -25,11 +27,16 @@ pytest.importorskip("fastapi", reason="the REST API needs the server extra")
 import httpx
 import uvicorn
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
+from pydantic import TypeAdapter
+from starlette.routing import Match
 
 from backends import table_rows
 from engram import Context, Engram
 from engram.surfaces.rest import KeyFile, KeyRing, RestSettings, create_app
+from engram.surfaces.rest.problems import Problem
+from engram.surfaces.rest.routes import ROUTERS
 
 TENANT = "acme"
 OTHER = "globex"
@@ -62,6 +69,21 @@ class Api:
         """Request headers for the key named ``key`` (None: no Authorization)."""
         return {} if key is None else {"Authorization": f"Bearer {self.keys.get(key, key)}"}
 
+    def conform(self, method: str, url: str, response: httpx.Response) -> None:
+        """Fail unless ``response`` matches what the schema declares for its route: a
+        200 body its ``response_model`` accepts (no field missing or extra), an
+        error a ``Problem`` document."""
+        if response.headers.get("content-type") == "application/problem+json":
+            Problem.model_validate(response.json())
+            return
+        if response.status_code != 200 or not url.startswith("/v1/"):
+            return
+        scope = {"type": "http", "method": method, "path": urlsplit(url).path}
+        routes = [route for router in ROUTERS for route in router.routes]
+        route = next(r for r in routes if r.matches(scope)[0] == Match.FULL)
+        assert isinstance(route, APIRoute)
+        TypeAdapter(route.response_model).validate_python(response.json())
+
     def call(
         self,
         method: str,
@@ -71,7 +93,9 @@ class Api:
     ) -> httpx.Response:
         """One request through the app."""
         headers = {**self.headers(key), **kwargs.pop("headers", {})}
-        return self.client.request(method, path, headers=headers, **kwargs)
+        response = self.client.request(method, path, headers=headers, **kwargs)
+        self.conform(method, path, response)
+        return response
 
     def stored(self, user: str = "u1", tenant: str = TENANT) -> list[str]:
         """Ids of every record of ``user`` in ``tenant`` in any status, not the tenant's

@@ -1,9 +1,14 @@
 """Response bodies: the SDK's values as JSON, each with a pydantic model for OpenAPI.
 
 Each ``*_view`` function turns one SDK value into the plain mapping its model
-describes; routes return those mappings and FastAPI checks them against the
-route's ``response_model``. Records keep every field of ``Record.to_dict``;
-traces stay what ``Trace.to_dict`` makes (ids and numbers, no content).
+describes. A route declares the model (``response_model``: the OpenAPI schema)
+and returns ``reply(view)``: the JSON bytes made by pydantic-core in the worker
+thread that ran the SDK call. FastAPI passes a returned ``Response`` through
+as it is, so a request costs one thread hop instead of two (FastAPI validates a
+sync route's return value on a second hop) and no revalidation of what the SDK
+already checked; the schemathesis test checks every response against its model.
+Records keep every field of ``Record.to_dict``; traces stay what
+``Trace.to_dict`` makes (ids and numbers, no content).
 """
 
 from __future__ import annotations
@@ -12,7 +17,9 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel
+from fastapi import Response
+from pydantic import BaseModel, ConfigDict
+from pydantic_core import to_json
 
 from engram.lifecycle.forget import ErasureReceipt, ForgetReceipt
 from engram.lifecycle.transfer import ImportReport
@@ -28,6 +35,7 @@ __all__ = [
     "ForgetOut",
     "HistoryOut",
     "ImportOut",
+    "Out",
     "PageOut",
     "RecallOut",
     "RecordOut",
@@ -38,12 +46,19 @@ __all__ = [
     "WritesOut",
     "recall_view",
     "receipt_view",
+    "reply",
     "working_view",
     "write_view",
 ]
 
 
-class SourceOut(BaseModel):
+class Out(BaseModel):
+    """A response body: exactly the declared fields (the schema says so too)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class SourceOut(Out):
     """Provenance."""
 
     kind: str
@@ -51,7 +66,7 @@ class SourceOut(BaseModel):
     derived_from: list[str]
 
 
-class RecordOut(BaseModel):
+class RecordOut(Out):
     """One version of one memory (docs/contract.md section 2)."""
 
     id: str
@@ -90,7 +105,7 @@ class RecordOut(BaseModel):
     contested_with: str | None
 
 
-class WriteOut(BaseModel):
+class WriteOut(Out):
     """What the write path decided: ADD, CONFIRM, SUPERSEDE, DISPUTE, CONTEST, REJECT..."""
 
     operation: str
@@ -101,13 +116,13 @@ class WriteOut(BaseModel):
     passages: list[str]
 
 
-class WritesOut(BaseModel):
+class WritesOut(Out):
     """Results of a batch or an observation, in input order."""
 
     results: list[WriteOut]
 
 
-class ItemOut(BaseModel):
+class ItemOut(Out):
     """A selected memory with its score, score parts and reason."""
 
     record: RecordOut
@@ -117,7 +132,7 @@ class ItemOut(BaseModel):
     merged_from: list[str]
 
 
-class ConflictOut(BaseModel):
+class ConflictOut(Out):
     """An unresolved conflict: one key, values no rule could choose between."""
 
     key: str
@@ -126,7 +141,7 @@ class ConflictOut(BaseModel):
     reason: str
 
 
-class RecallOut(BaseModel):
+class RecallOut(Out):
     """A recall: status, items, conflicts, clarification, the prompt block and its trace."""
 
     status: str
@@ -139,7 +154,7 @@ class RecallOut(BaseModel):
     trace: dict[str, Any]
 
 
-class PageOut(BaseModel):
+class PageOut(Out):
     """A page of memories, newest first; ``next_offset`` is None on the last page."""
 
     items: list[RecordOut]
@@ -148,13 +163,13 @@ class PageOut(BaseModel):
     next_offset: int | None
 
 
-class HistoryOut(BaseModel):
+class HistoryOut(Out):
     """A version chain, oldest first."""
 
     versions: list[RecordOut]
 
 
-class ForgetOut(BaseModel):
+class ForgetOut(Out):
     """What a hard delete removed and how it was verified."""
 
     deleted: list[str]
@@ -167,7 +182,7 @@ class ForgetOut(BaseModel):
     short: int
 
 
-class ErasureOut(BaseModel):
+class ErasureOut(Out):
     """What a subject erasure removed and how it was verified."""
 
     tenant_id: str
@@ -183,13 +198,13 @@ class ErasureOut(BaseModel):
     working: int
 
 
-class ExportOut(BaseModel):
+class ExportOut(Out):
     """Every memory of the caller (not the tenant's global ones), oldest first."""
 
     rows: list[dict[str, Any]]
 
 
-class RowOut(BaseModel):
+class RowOut(Out):
     """What the import did with one row."""
 
     index: int
@@ -198,7 +213,7 @@ class RowOut(BaseModel):
     reason: str
 
 
-class ImportOut(BaseModel):
+class ImportOut(Out):
     """An import's report: how many rows were written, which were skipped and why."""
 
     imported: int
@@ -207,7 +222,7 @@ class ImportOut(BaseModel):
     rows: list[RowOut]
 
 
-class AuditOut(BaseModel):
+class AuditOut(Out):
     """The audit chain's verification."""
 
     ok: bool
@@ -216,7 +231,7 @@ class AuditOut(BaseModel):
     problem: str | None
 
 
-class WorkingItemOut(BaseModel):
+class WorkingItemOut(Out):
     """One live working-memory item."""
 
     key: str
@@ -227,16 +242,21 @@ class WorkingItemOut(BaseModel):
     scope_id: str
 
 
-class WorkingListOut(BaseModel):
+class WorkingListOut(Out):
     """The live items of one session or task, most recently set first."""
 
     items: list[WorkingItemOut]
 
 
-class RemovedOut(BaseModel):
+class RemovedOut(Out):
     """How many live items a delete or clear removed."""
 
     removed: int
+
+
+def reply(payload: Any) -> Response:
+    """A 200 ``application/json`` response of ``payload`` (plain JSON values)."""
+    return Response(to_json(payload), media_type="application/json")
 
 
 def record_view(record: Record) -> dict[str, Any]:

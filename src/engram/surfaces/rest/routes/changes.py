@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
 from engram.surfaces.rest.auth import Caller, Mem
 from engram.surfaces.rest.problems import problems
 from engram.surfaces.rest.routes.memories import MemoryId
 from engram.surfaces.rest.schemas import ChangeBody, CorrectBody, RetractBody
-from engram.surfaces.rest.views import WriteOut, write_view
+from engram.surfaces.rest.views import WriteOut, reply, write_view
 
 __all__ = ["router"]
 
@@ -19,22 +17,22 @@ CHANGE = problems(400, 401, 403, 404, 409, 413, 415, 422, 500, 503)
 
 
 @router.post("/correct", response_model=WriteOut, responses=CHANGE)
-def correct(memory_id: MemoryId, body: CorrectBody, caller: Caller, mem: Mem) -> dict[str, Any]:
+def correct(memory_id: MemoryId, body: CorrectBody, caller: Caller, mem: Mem) -> Response:
     """Replace a memory with a corrected version stated by the user (a SUPERSEDE;
     409 when another writer changed it first)."""
-    return write_view(mem.correct(body.context(caller), memory_id, body.content, body.value))
+    return reply(write_view(mem.correct(body.context(caller), memory_id, body.content, body.value)))
 
 
 @router.post("/retract", response_model=WriteOut, responses=CHANGE)
-def retract(memory_id: MemoryId, body: RetractBody, caller: Caller, mem: Mem) -> dict[str, Any]:
+def retract(memory_id: MemoryId, body: RetractBody, caller: Caller, mem: Mem) -> Response:
     """Mark a memory wrong: kept in history, never recalled again."""
     ctx = body.context(caller)
     if body.reason is None:
-        return write_view(mem.retract(ctx, memory_id))
-    return write_view(mem.retract(ctx, memory_id, body.reason))
+        return reply(write_view(mem.retract(ctx, memory_id)))
+    return reply(write_view(mem.retract(ctx, memory_id, body.reason)))
 
 
 @router.post("/expire", response_model=WriteOut, responses=CHANGE)
-def expire(memory_id: MemoryId, body: ChangeBody, caller: Caller, mem: Mem) -> dict[str, Any]:
+def expire(memory_id: MemoryId, body: ChangeBody, caller: Caller, mem: Mem) -> Response:
     """End a memory's validity now."""
-    return write_view(mem.expire(body.context(caller), memory_id))
+    return reply(write_view(mem.expire(body.context(caller), memory_id)))

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path
-from pydantic import BaseModel
 
 from engram.errors import EngramError, NotFound, Unavailable
 from engram.scope import Context
 from engram.surfaces.rest.auth import Mem
 from engram.surfaces.rest.problems import catalogue, problems
+from engram.surfaces.rest.views import Out
 
 __all__ = ["router"]
 
@@ -20,13 +20,13 @@ router = APIRouter(tags=["health"])
 _PROBE = Context(tenant_id="engram.readyz", user_id="readyz", session_id="readyz")
 
 
-class HealthOut(BaseModel):
+class HealthOut(Out):
     """The server's state."""
 
     status: str
 
 
-class ProblemTypeOut(BaseModel):
+class ProblemTypeOut(Out):
     """What one problem ``type`` means."""
 
     type: str

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from engram.errors import Forbidden
 from engram.surfaces.principal import Principal
 from engram.surfaces.rest.auth import Caller, Mem
 from engram.surfaces.rest.problems import problems
 from engram.surfaces.rest.schemas import IdentityQuery, ImportBody
-from engram.surfaces.rest.views import ExportOut, ImportOut, import_view
+from engram.surfaces.rest.views import ExportOut, ImportOut, import_view, reply
 
 __all__ = ["router"]
 
@@ -19,10 +19,10 @@ router = APIRouter(prefix="/v1", tags=["transfer"])
 
 
 @router.get("/export", response_model=ExportOut, responses=problems(401, 403, 422, 500, 503))
-def export(query: Annotated[IdentityQuery, Query()], caller: Caller, mem: Mem) -> dict[str, Any]:
+def export(query: Annotated[IdentityQuery, Query()], caller: Caller, mem: Mem) -> Response:
     """The caller's own memories in every status with version links, oldest first
     (the body ``POST /v1/import`` takes back)."""
-    return {"rows": mem.export(query.context(caller))}
+    return reply({"rows": mem.export(query.context(caller))})
 
 
 def _same_tenant(caller: Principal, rows: list[dict[str, Any]]) -> None:
@@ -36,9 +36,9 @@ def _same_tenant(caller: Principal, rows: list[dict[str, Any]]) -> None:
 
 @router.post("/import", response_model=ImportOut,
              responses=problems(400, 401, 403, 413, 415, 422, 500, 503))  # fmt: skip
-def import_records(body: ImportBody, caller: Caller, mem: Mem) -> dict[str, Any]:
+def import_records(body: ImportBody, caller: Caller, mem: Mem) -> Response:
     """Import exported rows under this identity (ids re-issued, links kept); every row
     passes the write path; idempotent. A bad row rejects the import, nothing stored."""
     ctx = body.context(caller)
     _same_tenant(caller, body.rows)
-    return import_view(mem.import_records(ctx, body.rows))
+    return reply(import_view(mem.import_records(ctx, body.rows)))
