@@ -80,7 +80,7 @@ def build_store(directory: Path, size: int, corpus: Corpus) -> tuple[Path, float
         mem.close()
     seconds = time.perf_counter() - tick
     done.write_text(json.dumps({"records": size, "operations": dict(result.operations)}))
-    print(f"built {path.name}: {size} records in {seconds:.0f} s")
+    print(f"built {path.name}: {size} records in {seconds:.0f} s", flush=True)
     return path, round(seconds, 1)
 
 
@@ -118,6 +118,7 @@ def server(path: Path) -> Iterator[tuple[str, str]]:
         child.terminate()
         child.wait(30)
         keys.unlink(missing_ok=True)
+        keys.with_name(keys.name + ".lock").unlink(missing_ok=True)
 
 
 class Client:

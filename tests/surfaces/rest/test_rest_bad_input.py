@@ -3,11 +3,20 @@ the store holds what it held before (records and audit entries)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from fastapi.testclient import TestClient
+from numpy.typing import NDArray
 
-from conftest import Api
+from conftest import Api, build_app, make_keys
+from engram import Config, EmbeddingError, Engram
+from engram.config import WritePolicy
+from engram.embed.base import Wrapped
+from engram.embed.hashing import HashingEmbedder
 
 ME = {"user_id": "u1", "agent_id": "coder", "session_id": "s1", "task_id": "t1"}
 QUERY = "user_id=u1&agent_id=coder&session_id=s1&task_id=t1"
@@ -246,3 +255,39 @@ def test_working_memory_refuses_a_scope_less_context_and_bad_ttls(
     for ttl in (0, -5, 10**9):
         problem(api.call("PUT", "/v1/working/k", json={**ME, "value": 1, "ttl_seconds": ttl}), 422)
     assert api.call("GET", f"/v1/working?{QUERY}").json()["items"] == []
+
+
+class FailingEmbedder(Wrapped):
+    """The hashing embedder, failing from its ``fail_at``-th call on (a fake model)."""
+
+    def __init__(self, fail_at: int) -> None:
+        super().__init__(HashingEmbedder())
+        self.calls = 0
+        self.fail_at = fail_at
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        self.calls += 1
+        if self.calls >= self.fail_at:
+            raise EmbeddingError("the embedding endpoint went away")
+        return self.inner.embed(texts)
+
+
+def test_sdk_failures_map_through_the_table(
+    sqlite_file_url: str, open_mem: Callable[..., Engram], keys_path: Path
+) -> None:
+    mem = open_mem(
+        sqlite_file_url,
+        embedder=FailingEmbedder(fail_at=3),
+        config=Config(write=WritePolicy(batch_items=50)),
+    )
+    keys = make_keys(keys_path)
+    with TestClient(build_app(mem, keys_path)) as client:
+        api = Api(client.app, mem, keys, client)  # type: ignore[arg-type]
+        items = [{"content": f"Queue {i} drains every {i + 1} minutes."} for i in range(120)]
+        partial = problem(api.call("POST", "/v1/memories:batch", json={**ME, "items": items}), 500)
+        assert partial["type"] == "/problems/partial-write"
+        assert len(partial["results"]) == 100
+        assert len(api.stored()) == 100
+        failed = api.call("POST", "/v1/memories", json={**ME, "content": "The API is slow."})
+        assert problem(failed, 503)["type"] == "/problems/embedding-error"
+        assert len(api.stored()) == 100

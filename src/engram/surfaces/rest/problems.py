@@ -5,7 +5,9 @@ transport (no key, a body too large, malformed JSON, an unknown route, a method
 not allowed) gets its row from ``surfaces.errors.PROTOCOL``. Each problem has
 ``type`` (``/problems/<slug>``, served by ``GET /problems/{slug}``), ``title``,
 ``status``, ``detail`` and ``instance`` (the request path); a validation
-problem adds ``errors`` (where and what, never the rejected input).
+problem adds ``errors`` (where and what, never the rejected input); a partial
+write (a batch larger than one chunk failing part-way) adds ``results``, the
+write results of the items that committed, in input order.
 
 A field ``tenant_id`` in a body or query is never read: the API key decides the
 tenant. Naming another tenant than the key's is 403; naming the key's own is
@@ -24,9 +26,11 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException
 
-from engram.errors import EngramError, Forbidden
+from engram.errors import EngramError, Forbidden, PartialWrite
 from engram.surfaces.errors import PROTOCOL, TABLE, Outcome, outcome_for, protocol_outcome
 from engram.surfaces.rest.auth import Unauthenticated
+from engram.surfaces.rest.views import write_view
+from engram.types import WriteResult
 
 __all__ = [
     "PROBLEM_MEDIA",
@@ -61,11 +65,12 @@ class Problem(BaseModel):
     detail: str
     instance: str
     errors: list[FieldError] | None = None
+    results: list[dict[str, Any]] | None = None  # a partial write: the items that committed
 
 
 def problem_response(
     outcome: Outcome, detail: str, instance: str, headers: Mapping[str, str] | None = None,
-    errors: Sequence[FieldError] | None = None,
+    errors: Sequence[FieldError] | None = None, results: list[dict[str, Any]] | None = None,
 ) -> JSONResponse:  # fmt: skip
     """A problem+json response for ``outcome``."""
     body: dict[str, Any] = {
@@ -74,6 +79,8 @@ def problem_response(
     }  # fmt: skip
     if errors is not None:
         body["errors"] = [error.model_dump() for error in errors]
+    if results is not None:
+        body["results"] = results
     return JSONResponse(body, outcome.http_status, dict(headers or {}), media_type=PROBLEM_MEDIA)
 
 
@@ -93,7 +100,10 @@ def catalogue() -> dict[str, Outcome]:
 
 
 async def _engram_error(request: Request, exc: Exception) -> JSONResponse:
-    return problem_response(outcome_for(exc), str(exc), request.url.path)
+    committed = None
+    if isinstance(exc, PartialWrite):  # say which items were written before the failure
+        committed = [write_view(r) for r in exc.results if isinstance(r, WriteResult)]
+    return problem_response(outcome_for(exc), str(exc), request.url.path, results=committed)
 
 
 async def _unauthenticated(request: Request, exc: Exception) -> JSONResponse:
