@@ -133,3 +133,19 @@ def test_serve_prints_the_url_a_first_key_and_a_curl_line(tmp_path: Path) -> Non
         assert "engram keys create" in lines[1]
     finally:
         _stop(again)
+
+
+def test_serve_with_two_workers_shares_one_store(tmp_path: Path) -> None:
+    process, url, lines = _start(tmp_path, "--workers", "2")
+    try:
+        headers = {"Authorization": f"Bearer {lines[2].strip()}"}
+        with httpx.Client(base_url=url, headers=headers, timeout=30) as client:
+            for n in range(6):  # connections land on either worker
+                body = {"user_id": "u1", "content": f"Service {n} listens on port {9000 + n}."}
+                with httpx.Client(base_url=url, headers=headers, timeout=30) as fresh:
+                    assert fresh.post("/v1/memories", json=body).status_code == 200
+            listed = client.get("/v1/memories?user_id=u1&limit=100").json()["items"]
+        assert len(listed) == 6
+    finally:
+        _stop(process)
+    assert process.returncode == 0

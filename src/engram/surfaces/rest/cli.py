@@ -1,7 +1,8 @@
 """``engram serve`` and ``engram keys``: ``add_command(subparsers)`` registers both.
 
 engram serve [--host 127.0.0.1] [--port 8000] [--db URL] [--working URL] [--keys FILE]
-             [--embedder NAME] [--tenant default] [--max-body-bytes N] [--access-log]
+             [--embedder NAME] [--tenant default] [--max-body-bytes N] [--workers N]
+             [--access-log]
 engram keys create --tenant T [--admin] [--users u1,u2] [--agents a1] [--note TEXT]
 engram keys list [--json]
 engram keys revoke KEY_ID
@@ -77,6 +78,7 @@ def _serve(args: argparse.Namespace) -> int:
         from engram.engram import Engram
         from engram.surfaces.rest.app import create_app
         from engram.surfaces.rest.settings import RestSettings
+        from engram.surfaces.rest.workers import WorkerSpec, run_workers
     except ImportError:
         raise ConfigError("engram serve needs the server extra: "
                           "pip install 'engram-governed[server]'") from None  # fmt: skip
@@ -90,6 +92,11 @@ def _serve(args: argparse.Namespace) -> int:
         new_key = first_key(keys_path, args.tenant) if keys_path is not None else None
         print(banner(Launch(url, ring, new_key, args.tenant)), flush=True)
 
+    if args.workers > 1:  # the store is open and migrated: each worker opens its own
+        mem.close()
+        keys = None if keys_path is None else str(keys_path)
+        spec = WorkerSpec(_db(args), args.working, embedder, keys, args.max_body_bytes)
+        return run_workers(spec, args.host, args.port, args.workers, args.access_log, announce)
     try:
         return run_server(create_app(mem, ring, settings), args.host, args.port,
                           args.access_log, announce)  # fmt: skip
@@ -165,6 +172,9 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=1024 * 1024,
         help="largest request body (default 1 MiB; 413 past it)",
     )
+    serve.add_argument("--workers", type=int, default=1,
+                       help="server processes sharing the socket (default 1; more use more "
+                       "cores, each holds its own indexes in memory)")  # fmt: skip
     serve.add_argument("--access-log", action="store_true", help="log every request")
     serve.set_defaults(func=_guarded(_serve))
 

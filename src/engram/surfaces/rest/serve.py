@@ -16,7 +16,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engram.errors import ConfigError
 from engram.store.url import scheme_of, sqlite_path
@@ -25,7 +25,7 @@ from engram.surfaces.rest.keys import ENV_KEYS, ENV_KEYS_FILE, KeyFile, KeyRing
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-__all__ = ["Launch", "banner", "default_keys_path", "first_key", "run_server"]
+__all__ = ["Launch", "banner", "default_keys_path", "first_key", "listening_url", "run_server"]
 
 DEFAULT_TENANT = "default"
 
@@ -94,10 +94,15 @@ async def _serve(server: object, announce: Callable[[str], None]) -> None:
         await asyncio.sleep(0.02)
     if server.started:
         sockets = [s for srv in server.servers for s in srv.sockets]
-        host, port = sockets[0].getsockname()[:2]
-        shown = f"[{host}]" if ":" in host else host
-        announce(f"http://{shown}:{port}")
+        announce(listening_url(sockets[0].getsockname()))
     await task
+
+
+def listening_url(address: tuple[str, int] | Any) -> str:
+    """The base URL of a listening socket's address."""
+    host, port = address[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
 
 
 def run_server(app: FastAPI, host: str, port: int, access_log: bool,
