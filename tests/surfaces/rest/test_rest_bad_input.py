@@ -46,9 +46,11 @@ QUERIES = [
 ROUTE_IDS = [f"{m} {p}" for m, p, _ in BODIES]
 
 
-@pytest.fixture
-def seeded(api: Api) -> tuple[Api, str, list[str], int]:
-    """The app with one stored memory: its id, the stored ids and the audit size."""
+Seeded = tuple[Api, str, list[str], int]
+
+
+def seed(api: Api) -> Seeded:
+    """``api`` with one stored memory: its id, the stored ids and the audit size."""
     written = api.call(
         "POST",
         "/v1/memories",
@@ -56,6 +58,19 @@ def seeded(api: Api) -> tuple[Api, str, list[str], int]:
     )
     assert written.status_code == 200
     return api, written.json()["record"]["id"], api.stored(), api.audit_size()
+
+
+@pytest.fixture
+def seeded(api: Api) -> Seeded:
+    """A seeded app on every backend: for refusals the SDK makes."""
+    return seed(api)
+
+
+@pytest.fixture
+def transport(sqlite_api: Api) -> Seeded:
+    """A seeded app on a SQLite file: for refusals made before the SDK is called (the
+    body's syntax, shape, size and media type), which no backend can change."""
+    return seed(sqlite_api)
 
 
 def unchanged(api: Api, stored: list[str], audit: int) -> None:
@@ -75,9 +90,9 @@ def problem(response: Any, status: int) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("method", "path", "body"), BODIES, ids=ROUTE_IDS)
 def test_malformed_json_is_400(
-    seeded: tuple[Api, str, list[str], int], method: str, path: str, body: dict[str, Any]
+    transport: Seeded, method: str, path: str, body: dict[str, Any]
 ) -> None:
-    api, memory, stored, audit = seeded
+    api, memory, stored, audit = transport
     response = api.call(
         method,
         path.format(id=memory),
@@ -91,9 +106,9 @@ def test_malformed_json_is_400(
 
 @pytest.mark.parametrize(("method", "path", "body"), BODIES, ids=ROUTE_IDS)
 def test_unknown_fields_are_422_naming_them(
-    seeded: tuple[Api, str, list[str], int], method: str, path: str, body: dict[str, Any]
+    transport: Seeded, method: str, path: str, body: dict[str, Any]
 ) -> None:
-    api, memory, stored, audit = seeded
+    api, memory, stored, audit = transport
     response = api.call(method, path.format(id=memory), "admin", json={**body, "colour": "red"})
     found = problem(response, 422)
     assert "colour" in found["detail"]
@@ -103,9 +118,9 @@ def test_unknown_fields_are_422_naming_them(
 
 @pytest.mark.parametrize(("method", "path", "body"), BODIES, ids=ROUTE_IDS)
 def test_a_body_that_is_not_an_object_is_422(
-    seeded: tuple[Api, str, list[str], int], method: str, path: str, body: dict[str, Any]
+    transport: Seeded, method: str, path: str, body: dict[str, Any]
 ) -> None:
-    api, memory, stored, audit = seeded
+    api, memory, stored, audit = transport
     for wrong in ([body], "text", 42, None):
         response = api.call(method, path.format(id=memory), "admin", json=wrong)
         problem(response, 422)
@@ -114,9 +129,9 @@ def test_a_body_that_is_not_an_object_is_422(
 
 @pytest.mark.parametrize(("method", "path", "body"), BODIES, ids=ROUTE_IDS)
 def test_a_body_that_is_not_json_is_415(
-    seeded: tuple[Api, str, list[str], int], method: str, path: str, body: dict[str, Any]
+    transport: Seeded, method: str, path: str, body: dict[str, Any]
 ) -> None:
-    api, memory, stored, audit = seeded
+    api, memory, stored, audit = transport
     response = api.call(
         method,
         path.format(id=memory),
@@ -130,9 +145,9 @@ def test_a_body_that_is_not_json_is_415(
 
 @pytest.mark.parametrize(("method", "path", "body"), BODIES, ids=ROUTE_IDS)
 def test_an_oversized_body_is_413_before_parsing(
-    seeded: tuple[Api, str, list[str], int], method: str, path: str, body: dict[str, Any]
+    transport: Seeded, method: str, path: str, body: dict[str, Any]
 ) -> None:
-    api, memory, stored, audit = seeded
+    api, memory, stored, audit = transport
     huge = {**body, "content": "x" * (65 * 1024 * 1024 if path == "/v1/import" else 1_100_000)}
     response = api.call(method, path.format(id=memory), "admin", json=huge)
     assert "exceeds" in problem(response, 413)["detail"]
@@ -158,10 +173,8 @@ def test_an_oversized_body_is_413_before_parsing(
         ("importance", []),
     ],
 )
-def test_wrong_types_are_422_naming_the_field(
-    seeded: tuple[Api, str, list[str], int], field: str, value: object
-) -> None:
-    api, _, stored, audit = seeded
+def test_wrong_types_are_422_naming_the_field(transport: Seeded, field: str, value: object) -> None:
+    api, _, stored, audit = transport
     body = {**ME, "content": "The build uses Gradle.", field: value}
     found = problem(api.call("POST", "/v1/memories", json=body), 422)
     assert field in found["detail"]
@@ -181,7 +194,7 @@ def test_wrong_types_are_422_naming_the_field(
     ],
 )
 def test_what_the_sdk_refuses_is_422_with_its_message(
-    seeded: tuple[Api, str, list[str], int], body: dict[str, Any], words: str
+    seeded: Seeded, body: dict[str, Any], words: str
 ) -> None:
     api, _, stored, audit = seeded
     response = api.call("POST", "/v1/memories", json=body)
@@ -190,7 +203,7 @@ def test_what_the_sdk_refuses_is_422_with_its_message(
     unchanged(api, stored, audit)
 
 
-def test_a_bad_batch_item_stores_no_item(seeded: tuple[Api, str, list[str], int]) -> None:
+def test_a_bad_batch_item_stores_no_item(seeded: Seeded) -> None:
     api, _, stored, audit = seeded
     items = [{"content": "The CI runs on Linux."}, {"content": "x", "confidence": 7}]
     found = problem(api.call("POST", "/v1/memories:batch", json={**ME, "items": items}), 422)
@@ -198,7 +211,7 @@ def test_a_bad_batch_item_stores_no_item(seeded: tuple[Api, str, list[str], int]
     unchanged(api, stored, audit)
 
 
-def test_a_bad_import_row_imports_nothing(seeded: tuple[Api, str, list[str], int]) -> None:
+def test_a_bad_import_row_imports_nothing(seeded: Seeded) -> None:
     api, _, stored, audit = seeded
     rows = [
         {"content": "The CI runs on Linux.", "created_at": "2024-01-01T00:00:00+00:00"},
@@ -211,9 +224,9 @@ def test_a_bad_import_row_imports_nothing(seeded: tuple[Api, str, list[str], int
 
 @pytest.mark.parametrize("path", QUERIES)
 def test_a_query_without_user_or_with_unknown_parameters_is_422(
-    seeded: tuple[Api, str, list[str], int], path: str
+    transport: Seeded, path: str
 ) -> None:
-    api, memory, stored, audit = seeded
+    api, memory, stored, audit = transport
     target = path.format(id=memory)
     assert "user_id" in problem(api.call("GET", f"{target}?agent_id=coder"), 422)["detail"]
     assert "colour" in problem(api.call("GET", f"{target}?{QUERY}&colour=red"), 422)["detail"]
@@ -224,12 +237,12 @@ def test_a_query_without_user_or_with_unknown_parameters_is_422(
     "query",
     ["limit=0", "limit=x", "offset=-1", "status=gone", "status=all&status=active", "type=gossip"],
 )
-def test_bad_list_parameters_are_422(seeded: tuple[Api, str, list[str], int], query: str) -> None:
+def test_bad_list_parameters_are_422(seeded: Seeded, query: str) -> None:
     api, *_ = seeded
     problem(api.call("GET", f"/v1/memories?{QUERY}&{query}"), 422)
 
 
-def test_an_unknown_id_is_404_and_a_long_one_422(seeded: tuple[Api, str, list[str], int]) -> None:
+def test_an_unknown_id_is_404_and_a_long_one_422(seeded: Seeded) -> None:
     api, _, stored, audit = seeded
     problem(api.call("GET", f"/v1/memories/01NOSUCHMEMORY?{QUERY}"), 404)
     problem(api.call("POST", "/v1/memories/01NOSUCHMEMORY/retract", json=ME), 404)
@@ -238,8 +251,8 @@ def test_an_unknown_id_is_404_and_a_long_one_422(seeded: tuple[Api, str, list[st
     unchanged(api, stored, audit)
 
 
-def test_unknown_routes_and_methods_are_problems(seeded: tuple[Api, str, list[str], int]) -> None:
-    api, *_ = seeded
+def test_unknown_routes_and_methods_are_problems(transport: Seeded) -> None:
+    api, *_ = transport
     assert "no route" in problem(api.call("GET", "/v1/nothing"), 404)["detail"]
     wrong = api.call("PUT", "/v1/recall", json={})
     assert problem(wrong, 405)["detail"].endswith("allowed: POST")
@@ -247,7 +260,7 @@ def test_unknown_routes_and_methods_are_problems(seeded: tuple[Api, str, list[st
 
 
 def test_working_memory_refuses_a_scope_less_context_and_bad_ttls(
-    seeded: tuple[Api, str, list[str], int],
+    seeded: Seeded,
 ) -> None:
     api, *_ = seeded
     bare = {"user_id": "u1", "value": 1}
