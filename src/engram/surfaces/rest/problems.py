@@ -88,8 +88,9 @@ def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI ``responses`` declaring a problem+json body for each status."""
     declared: dict[int | str, dict[str, Any]] = {}
     for status in statuses:
-        declared[status] = {"description": protocol_outcome(status).title,
-                            "content": {PROBLEM_MEDIA: {"schema": _REF}}}  # fmt: skip
+        rows = [row for row in catalogue().values() if row.http_status == status]
+        titles = ", ".join(sorted({row.title for row in rows})) or protocol_outcome(status).title
+        declared[status] = {"description": titles, "content": {PROBLEM_MEDIA: {"schema": _REF}}}
     return declared
 
 
