@@ -6,7 +6,9 @@ event loop) and one ``Authenticator``. Around the routes: the body limit
 (outermost, so an oversized body is refused before anything parses it) and the
 problem handlers. Swagger UI and ReDoc are off (they load scripts from a CDN;
 the server makes and invites no network calls); the schema is at
-``/openapi.json``. ``settings.ui_path`` (``/ui``) is reserved for the dashboard.
+``/openapi.json``. The dashboard's static files are mounted at ``settings.ui_path``
+(``/ui``; ``GET /ui`` redirects to ``/ui/``), outside the schema: they are a page
+for people, served under the dashboard's own Content-Security-Policy.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from engram.engram import Engram
+from engram.surfaces.dashboard import dashboard_app, redirect_to
 from engram.surfaces.principal import Authenticator
 from engram.surfaces.rest.limits import BodyLimit
 from engram.surfaces.rest.problems import Problem, install
@@ -57,6 +60,8 @@ def create_app(mem: Engram, auth: Authenticator, settings: RestSettings | None =
     app.state.settings = chosen
     for router in ROUTERS:
         app.include_router(router)
+    app.add_route(chosen.ui_path, redirect_to(chosen.ui_path + "/"), include_in_schema=False)
+    app.mount(chosen.ui_path, dashboard_app(), name="dashboard")
     install(app)
     app.add_middleware(BodyLimit, settings=chosen)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]

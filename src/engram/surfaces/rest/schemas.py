@@ -22,6 +22,7 @@ from engram.surfaces.principal import Principal
 from engram.types import Authority, Retention, Sensitivity, SourceKind, Turn
 
 __all__ = [
+    "AuditQuery",
     "BatchBody",
     "BudgetBody",
     "ChangeBody",
@@ -37,6 +38,7 @@ __all__ = [
     "RetractBody",
     "SourceBody",
     "TurnBody",
+    "UsersQuery",
     "WorkingQuery",
     "WorkingSetBody",
 ]
@@ -228,6 +230,19 @@ class ListQuery(IdentityQuery):
     status: list[str] | None = None
     limit: int = 100
     offset: int = 0
+
+
+class UsersQuery(Strict):
+    """``GET /v1/users``: at most ``limit`` users, in id order."""
+
+    limit: int = Field(default=1000, ge=1, le=10_000)
+
+
+class AuditQuery(Strict):
+    """``GET /v1/audit``: one user's audit entries, the newest ``limit``."""
+
+    user_id: Str = Field(max_length=200)
+    limit: int = Field(default=1000, ge=1, le=10_000)
 
 
 class WorkingQuery(IdentityQuery):

@@ -4,7 +4,7 @@
 memory beside SQLite or on Redis), loads the API keys, and on a first start
 with no key file creates one admin key for the tenant ``default``. Once the
 socket listens it prints the URL, that key (shown this once: only its digest
-is stored) and a curl line to try. The banner is printed only after uvicorn
+is stored), the dashboard's URL and a curl line to try. The banner is printed only after uvicorn
 is listening, so a port already in use never shows a URL that does not answer.
 """
 
@@ -59,6 +59,7 @@ class Launch:
     keys: KeyRing
     new_key: str | None
     tenant: str
+    ui_path: str = "/ui"
 
 
 def banner(launch: Launch) -> str:
@@ -74,6 +75,7 @@ def banner(launch: Launch) -> str:
         lines.append(f"{active} active API key(s){where}; a key is shown only when created: "
                      f"engram keys create --tenant {launch.tenant} --admin")  # fmt: skip
         key = "<your API key>"
+    lines.append(f"Dashboard: {launch.url}{launch.ui_path}/  (paste an API key there)")
     body = '{"user_id": "u1", "content": "I prefer dark mode in every editor."}'
     auth = shlex.quote(f"Authorization: Bearer {key}")
     ask = '{"user_id": "u1", "query": "Which editor theme do I like?"}'

@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from engram.surfaces.rest.routes import admin, changes, health, memories, recall, transfer, working
+from engram.surfaces.rest.routes import (
+    admin,
+    changes,
+    health,
+    memories,
+    people,
+    recall,
+    transfer,
+    working,
+)
 
 __all__ = ["ROUTERS"]
 
@@ -20,4 +29,5 @@ ROUTERS: tuple[APIRouter, ...] = (
     transfer.router,
     working.router,
     admin.router,
+    people.router,
 )
