@@ -124,6 +124,11 @@ def test_serve_prints_the_url_a_first_key_and_a_curl_line(tmp_path: Path) -> Non
         )
         assert written.status_code == 200
         assert written.json()["record"]["tenant_id"] == "default"
+        dashboard = next(line for line in lines if line.startswith("Dashboard: "))
+        assert dashboard.split()[1] == f"{url}/ui/"
+        page = httpx.get(f"{url}/ui/", timeout=30)
+        assert page.status_code == 200
+        assert "Engram dashboard" in page.text
     finally:
         _stop(process)
     again, _, lines = _start(tmp_path)  # a second start shows no key, says how to make one
