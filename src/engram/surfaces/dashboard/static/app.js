@@ -201,7 +201,7 @@ function renderMemories() {
       el("td", {}, r.type), el("td", {}, r.scope), el("td", { class: `status ${r.status}` },
         r.status), el("td", { class: "content" }, r.content));
     row.classList.toggle("picked", r.id === state.picked);
-    row.addEventListener("click", () => pick(r.id));
+    row.addEventListener("click", () => { showNotice(""); pick(r.id); });
     return row;
   });
   $("#memory-table tbody").replaceChildren(...rows);
