@@ -156,10 +156,6 @@ class Admin(AuditLog):
         """Ids of every record of one subject."""
         return self._ids(sql.subject_ids(subject), subject.tenant_id)
 
-    def user_ids(self, tenant: Tenant, limit: int) -> list[str]:
-        """The tenant's users that own records, in id order, at most ``limit``."""
-        return [str(row[0]) for row in self.rows(sql.user_ids(tenant, limit), "a user listing")]
-
     def derived_ids(self, tenant: Tenant, ids: Sequence[str]) -> list[str]:
         """Ids of the tenant's records derived from any of ``ids``."""
         return self._ids(sql.derived_ids(tenant, ids), tenant.tenant_id) if ids else []

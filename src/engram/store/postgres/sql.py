@@ -275,16 +275,6 @@ def subject_ids(subject: Subject) -> Query:
     return f"SELECT r.id FROM records r WHERE {cond} ORDER BY r.id", params
 
 
-def user_ids(tenant: Tenant, limit: int) -> Query:
-    """The tenant's users that own records, in id order (global records have none)."""
-    cond, params = tenant.sql("r", POSTGRES)
-    sql = (
-        f"SELECT DISTINCT r.user_id FROM records r WHERE {cond} AND r.user_id <> ''"
-        " ORDER BY r.user_id LIMIT %(limit)s"
-    )
-    return sql, {**params, "limit": limit}
-
-
 def derived_ids(tenant: Tenant, ids: Sequence[str]) -> Query:
     """Ids of the tenant's records derived from any of ``ids``."""
     cond, params = tenant.sql("r", POSTGRES)

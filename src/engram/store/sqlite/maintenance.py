@@ -91,10 +91,6 @@ class Admin(Writes):
         """Ids of every record of one subject."""
         return [row[0] for row in self._rows(admin.subject_ids(subject))]
 
-    def user_ids(self, tenant: Tenant, limit: int) -> list[str]:
-        """The tenant's users that own records, in id order, at most ``limit``."""
-        return [row[0] for row in self._rows(admin.user_ids(tenant, limit))]
-
     def derived_ids(self, tenant: Tenant, ids: Sequence[str]) -> list[str]:
         """Ids of tenant records derived from any of ``ids``."""
         return [row[0] for row in self._rows(admin.derived_from(tenant, ids))] if ids else []

@@ -122,17 +122,6 @@ def subject_ids(subject: Subject) -> Query:
     return f"SELECT r.id FROM records r WHERE {cond}", params
 
 
-def user_ids(tenant: Tenant, limit: int) -> Query:
-    """The tenant's users that own at least one record, in id order (the dashboard's
-    user picker); global records have no user and are not counted."""
-    cond, params = tenant.sql()
-    sql = (
-        f"SELECT DISTINCT r.user_id FROM records r WHERE {cond} AND r.user_id <> ''"
-        " ORDER BY r.user_id LIMIT :limit"
-    )
-    return sql, {**params, "limit": limit}
-
-
 def derived_from(tenant: Tenant, ids: Sequence[str]) -> Query:
     """Ids of records in the tenant derived from any of ``ids`` (derived copies)."""
     cond, params = tenant.sql()
