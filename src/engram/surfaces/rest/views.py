@@ -223,12 +223,12 @@ class ImportOut(Out):
 
 
 class AuditOut(Out):
-    """The audit chain's verification."""
+    """Whether the deployment's audit chain verifies. Counts and the place of a break
+    are left out: the chain holds every tenant's entries, so they would tell one
+    tenant about the others' activity (an operator sees them: ``engram audit verify``)."""
 
     ok: bool
-    entries: int
-    first_bad_seq: int | None
-    problem: str | None
+    detail: str
 
 
 class WorkingItemOut(Out):

@@ -49,4 +49,8 @@ def erase_subject(user_id: Annotated[str, Path(max_length=200)], caller: Caller,
 def audit_verify(caller: Caller, mem: Mem) -> Response:
     """Recompute the audit hash chain (the whole store's: one chain for every tenant)."""
     caller.require_admin("verifying the audit chain")
-    return reply(receipt_view(mem.audit_verify()))
+    report = mem.audit_verify()
+    detail = ("the audit chain verifies" if report.ok else
+              "the audit chain does not verify; an operator can locate the break with "
+              "`engram audit verify`")  # fmt: skip
+    return reply({"ok": report.ok, "detail": detail})

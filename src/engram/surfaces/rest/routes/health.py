@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 
 from fastapi import APIRouter, Path
@@ -13,6 +14,8 @@ from engram.surfaces.rest.problems import catalogue, problems
 from engram.surfaces.rest.views import Out
 
 __all__ = ["router"]
+
+_log = logging.getLogger("engram.rest")
 
 router = APIRouter(tags=["health"])
 # A probe identity: reads under it find nothing (no key may name it as a tenant,
@@ -47,7 +50,11 @@ def readyz(mem: Mem) -> dict[str, str]:
         mem.list(_PROBE, limit=1)
         mem.working(_PROBE).get("readyz")
     except EngramError as exc:
-        raise Unavailable(f"not ready: {type(exc).__name__}: {exc}") from exc
+        # The cause names hosts and databases: it goes to the server's log, not to an
+        # unauthenticated caller.
+        _log.warning("not ready: %s: %s", type(exc).__name__, exc)
+        raise Unavailable("not ready: the store or working memory cannot be used "
+                          "(the server's log says why)") from exc  # fmt: skip
     return {"status": "ready"}
 
 
