@@ -59,11 +59,14 @@ class Launch:
     keys: KeyRing
     new_key: str | None
     tenant: str
+    mcp_path: str | None = None  # where the MCP endpoint is mounted (None: it is not)
 
 
 def banner(launch: Launch) -> str:
     """The lines printed once the server listens."""
     lines = [f"Engram REST API on {launch.url}  (schema: {launch.url}/openapi.json)"]
+    if launch.mcp_path is not None:
+        lines.append(f"MCP (streamable HTTP, the same API keys): {launch.url}{launch.mcp_path}")
     where = f" in {launch.keys.path}" if launch.keys.path else f" from ${ENV_KEYS}"
     key = launch.new_key
     if key is not None:
@@ -114,8 +117,9 @@ def run_server(app: FastAPI, host: str, port: int, access_log: bool,
         raise ConfigError("engram serve needs the server extra: "
                           "pip install 'engram-governed[server]'") from None  # fmt: skip
     level = "info" if access_log else "warning"  # the banner says where it listens
+    # the lifespan runs the MCP endpoint's transport
     config = uvicorn.Config(app, host=host, port=port, access_log=access_log, log_level=level,
-                            lifespan="off")  # fmt: skip
+                            lifespan="on")  # fmt: skip
     server = uvicorn.Server(config)
     asyncio.run(_serve(server, announce))
     return 0 if server.started else 1
