@@ -68,7 +68,8 @@ def add_command(commands: Commands) -> None:
     imported.add_argument(
         "--rehome",
         action="store_true",
-        help="take over an export file of another user as this identity's own memories",
+        help="take over an export file of another user as this identity's own memories "
+        "(a JSON array always imports as the identity's own)",
     )
     add_identity(imported)
     add_json(imported)
@@ -144,9 +145,7 @@ def _import(args: argparse.Namespace) -> int:
     form = args.format
     if form == "auto":
         form = "json" if _is_array(args.file, text) else "jsonl"
-    if form == "json":
-        if args.rehome:
-            raise InvalidArgument("--rehome is for an export file; a JSON array imports as-is")
+    if form == "json":  # rows of an array always become this identity's own
         rows = read_rows(args.file) if text is None else _rows(args.file, text)
         with opened(args) as mem, Progress(f"importing {len(rows)} rows"):
             report = mem.import_records(ctx, rows)

@@ -73,12 +73,12 @@ class ShareBody(Identity):
         of ``ids`` and ``query`` is given."""
         if (self.ids is None) == (self.query is None):
             raise InvalidArgument("name the memories to share in ids, or a query, not both")
-        if self.ids is not None:
-            return self.ids
+        if self.query is not None:
+            return self.query
         if self.budget is not None:
             raise InvalidArgument("budget bounds a share by query; ids name the memories")
-        assert self.query is not None
-        return self.query
+        assert self.ids is not None
+        return self.ids
 
 
 class GrantBody(Strict):

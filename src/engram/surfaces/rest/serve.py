@@ -65,8 +65,6 @@ class Launch:
 def banner(launch: Launch) -> str:
     """The lines printed once the server listens."""
     lines = [f"Engram REST API on {launch.url}  (schema: {launch.url}/openapi.json)"]
-    if launch.mcp_path is not None:
-        lines.append(f"MCP (streamable HTTP, the same API keys): {launch.url}{launch.mcp_path}")
     where = f" in {launch.keys.path}" if launch.keys.path else f" from ${ENV_KEYS}"
     key = launch.new_key
     if key is not None:
@@ -77,6 +75,8 @@ def banner(launch: Launch) -> str:
         lines.append(f"{active} active API key(s){where}; a key is shown only when created: "
                      f"engram keys create --tenant {launch.tenant} --admin")  # fmt: skip
         key = "<your API key>"
+    if launch.mcp_path is not None:
+        lines.append(f"MCP (streamable HTTP, the same API keys): {launch.url}{launch.mcp_path}")
     body = '{"user_id": "u1", "content": "I prefer dark mode in every editor."}'
     auth = shlex.quote(f"Authorization: Bearer {key}")
     ask = '{"user_id": "u1", "query": "Which editor theme do I like?"}'
