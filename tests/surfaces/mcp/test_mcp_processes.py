@@ -112,8 +112,21 @@ FIXED = ("--no-auth", "--tenant", "acme", "--user", "u1")
 @contextmanager
 def _http_server(db: str, port: int, log: Path, *options: str) -> Iterator[str]:
     """``engram mcp --transport http`` in a process, until its port accepts connections."""
-    command = [sys.executable, "-m", "engram", "--db", db, "--embedder", "hashing", "mcp",
-               "--transport", "http", "--port", str(port), *options]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "engram",
+        "--db",
+        db,
+        "--embedder",
+        "hashing",
+        "mcp",
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+        *options,
+    ]
     with log.open("w") as stderr:
         process = subprocess.Popen(command, env=_environment(), stderr=stderr, text=True)
     try:
@@ -175,8 +188,20 @@ def test_http_uses_the_rest_api_key_file_by_default(tmp_path: Path) -> None:
 
 def test_http_options_that_exclude_each_other_do_not_start(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'refused.db'}"
-    both = _engram("--db", db, "mcp", "--transport", "http", "--no-auth", "--keys", "k.json",
-                   "--tenant", "acme", "--user", "u1")  # fmt: skip
+    both = _engram(
+        "--db",
+        db,
+        "mcp",
+        "--transport",
+        "http",
+        "--no-auth",
+        "--keys",
+        "k.json",
+        "--tenant",
+        "acme",
+        "--user",
+        "u1",
+    )
     assert both.returncode == 3
     assert "exclude each other" in both.stderr
     stdio = _engram("--db", db, "mcp", "--keys", "k.json", "--tenant", "acme", "--user", "u1")

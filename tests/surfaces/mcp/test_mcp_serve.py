@@ -28,10 +28,21 @@ def _serve(db: Path) -> Iterator[tuple[str, str, list[str]]]:
     """``engram serve`` on a free port: (base URL, the first admin key, banner lines)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
     env["PYTHONPATH"] = str(REPO / "src")
-    command = [sys.executable, "-m", "engram", "--embedder", "hashing", "--db",
-               f"sqlite:///{db}", "serve", "--port", "0"]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, env=env)  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "engram",
+        "--embedder",
+        "hashing",
+        "--db",
+        f"sqlite:///{db}",
+        "serve",
+        "--port",
+        "0",
+    ]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
     assert process.stdout is not None
     lines: list[str] = []
     deadline = time.monotonic() + 90
@@ -60,15 +71,21 @@ def test_serve_mounts_mcp_on_the_rest_api_keys(tmp_path: Path) -> None:
         assert f"MCP (streamable HTTP, the same API keys): {url}/mcp" in lines
         added = structured(_remember(url, Authorization=f"Bearer {admin}", Engram_User="u1"))
         assert added["operation"] == "ADD"
-        rest = httpx.get(f"{url}/v1/memories/{added['id']}?user_id=u1", timeout=30,
-                         headers={"Authorization": f"Bearer {admin}"})  # fmt: skip
+        rest = httpx.get(
+            f"{url}/v1/memories/{added['id']}?user_id=u1",
+            timeout=30,
+            headers={"Authorization": f"Bearer {admin}"},
+        )
         assert rest.status_code == 200
         assert rest.json()["tenant_id"] == "default"  # the key's tenant, as over REST
         keys = KeyFile(tmp_path / "e.db-keys.json")
         coder = keys.create("default", users=["u2"], agents=["coder"])[1]  # made while running
         mine = structured(_remember(url, Authorization=f"Bearer {coder}"))
-        seen = httpx.get(f"{url}/v1/memories/{mine['id']}?user_id=u2&agent_id=coder",
-                         headers={"Authorization": f"Bearer {admin}"}, timeout=30).json()  # fmt: skip
+        seen = httpx.get(
+            f"{url}/v1/memories/{mine['id']}?user_id=u2&agent_id=coder",
+            headers={"Authorization": f"Bearer {admin}"},
+            timeout=30,
+        ).json()
         assert seen["user_id"] == "u2"  # the key's only user (and its only agent: no 403)
         for refused in (None, "egm_0000000000000000_nope", "not-a-key"):
             answer = list_tools(f"{url}/mcp", refused)

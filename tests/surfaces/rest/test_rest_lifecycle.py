@@ -33,8 +33,10 @@ def remember(api: Api, content: str, **fields: Any) -> str:
 def episodes(api: Api, user: str = "u1") -> list[str]:
     """The test's episodes, one minute apart from T0 (the SDK: REST takes no clock)."""
     ctx = Context(tenant_id=TENANT, user_id=user, agent_id="coder")
-    written = [api.mem.remember(ctx, text, type="episode", now=T0 + timedelta(minutes=i))
-               for i, text in enumerate(EPISODES)]  # fmt: skip
+    written = [
+        api.mem.remember(ctx, text, type="episode", now=T0 + timedelta(minutes=i))
+        for i, text in enumerate(EPISODES)
+    ]
     return [w.record.id for w in written if w.record is not None]
 
 
@@ -62,8 +64,13 @@ def test_record_outcome_counts_successes_and_failures(api: Api) -> None:
     path = f"/v1/memories/{procedure}/outcome"
     first = api.call("POST", path, json={**ME, "success": True, "reward": 0.5})
     assert first.status_code == 200, first.text
-    assert first.json() == {"procedure_id": procedure, "successes": 1, "failures": 0,
-                            "success_rate": 2 / 3, "mean_reward": 0.5}  # fmt: skip
+    assert first.json() == {
+        "procedure_id": procedure,
+        "successes": 1,
+        "failures": 0,
+        "success_rate": 2 / 3,
+        "mean_reward": 0.5,
+    }
     second = api.call("POST", path, json={**ME, "success": False}).json()
     assert (second["successes"], second["failures"], second["success_rate"]) == (1, 1, 0.5)
 
@@ -78,21 +85,29 @@ def test_grants_then_share_by_ids_and_by_query_then_revoke(api: Api) -> None:
         (TENANT, "coder", "reviewer")
     ]
     procedure = remember(api, DEPLOY, type="procedure")
-    private = remember(api, "Run the smoke tests before every release.", type="procedure",
-                       private=True)  # fmt: skip
+    private = remember(
+        api, "Run the smoke tests before every release.", type="procedure", private=True
+    )
     body = {**ME, "to_agent_id": "reviewer"}
     shared = api.call("POST", "/v1/share", json={**body, "ids": [procedure, private]})
     assert shared.status_code == 200, shared.text
     report = shared.json()
     assert (report["from_agent"], report["to_agent"]) == ("coder", "reviewer")
     first, second = report["items"]
-    assert (first["memory_id"], first["outcome"], first["operation"]) == (procedure, "shared", "ADD")
+    assert (first["memory_id"], first["outcome"], first["operation"]) == (
+        procedure,
+        "shared",
+        "ADD",
+    )
     assert (second["outcome"], second["code"]) == ("refused", "private")
     assert report["shared"] == [first["copy_id"]]
     copy = api.call("GET", f"/v1/memories/{first['copy_id']}?user_id=u1&agent_id=reviewer")
     assert copy.json()["source"]["derived_from"] == [procedure]
-    by_query = api.call("POST", "/v1/share", json={**body, "query": "How do we deploy the API?",
-                                                   "budget": {"max_items": 4}})  # fmt: skip
+    by_query = api.call(
+        "POST",
+        "/v1/share",
+        json={**body, "query": "How do we deploy the API?", "budget": {"max_items": 4}},
+    )
     assert by_query.status_code == 200, by_query.text
     assert [i["outcome"] for i in by_query.json()["items"]][:1] == ["already_shared"]
     revoked = api.call("DELETE", "/v1/grants?from_agent=coder&to_agent=reviewer", "admin")
@@ -104,10 +119,14 @@ def test_grants_then_share_by_ids_and_by_query_then_revoke(api: Api) -> None:
 
 
 def test_the_export_file_streams_and_imports_back(api: Api) -> None:
-    first = remember(api, "The build uses Gradle 7.", type="fact", key="build.tool",
-                     value="gradle7")  # fmt: skip
-    fixed = api.call("POST", f"/v1/memories/{first}/correct",
-                     json={**ME, "content": "The build uses Gradle 8.", "value": "gradle8"})  # fmt: skip
+    first = remember(
+        api, "The build uses Gradle 7.", type="fact", key="build.tool", value="gradle7"
+    )
+    fixed = api.call(
+        "POST",
+        f"/v1/memories/{first}/correct",
+        json={**ME, "content": "The build uses Gradle 8.", "value": "gradle8"},
+    )
     assert fixed.status_code == 200
     exported = api.call("GET", f"/v1/export?{QUERY}&format=jsonl")
     assert exported.status_code == 200, exported.text
@@ -121,8 +140,12 @@ def test_the_export_file_streams_and_imports_back(api: Api) -> None:
     same = api.call("POST", f"/v1/import?{QUERY}", content=exported.content, headers=ndjson)
     assert same.status_code == 200, same.text
     assert same.json()["imported"] == 0  # its own memories: already stored
-    moved = api.call("POST", "/v1/import?user_id=u2&agent_id=coder&rehome=true",
-                     content=exported.content, headers=ndjson)  # fmt: skip
+    moved = api.call(
+        "POST",
+        "/v1/import?user_id=u2&agent_id=coder&rehome=true",
+        content=exported.content,
+        headers=ndjson,
+    )
     assert moved.status_code == 200, moved.text
     assert moved.json()["imported"] == 2
     chain = api.call("GET", "/v1/memories?user_id=u2&agent_id=coder&status=all").json()["items"]
