@@ -37,6 +37,7 @@ BUILTIN: tuple[str, ...] = (
     "engram.cli.transfer",
     "engram.cli.working",
     "engram.cli.admin",
+    "engram.cli.lifecycle",
 )
 
 # (module, the function that registers its commands)

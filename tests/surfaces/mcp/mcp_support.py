@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 try:
+    import httpx
     import httpx2
     import uvicorn
     from mcp import Client
@@ -32,7 +33,7 @@ except ImportError as exc:  # pragma: no cover - the extra is in the test enviro
 from engram.errors import Forbidden
 from engram.surfaces.principal import Principal
 
-__all__ = ["KEYS", "Keys", "free_port", "http_client", "serving", "structured"]
+__all__ = ["KEYS", "Keys", "free_port", "http_client", "list_tools", "serving", "structured"]
 
 KEYS = {
     "key-u1": Principal("acme", "k1", users=frozenset({"u1"})),
@@ -101,3 +102,13 @@ def structured(result: Any) -> Any:
     """A tool result's structured content, failing on a tool error with its text."""
     assert not result.is_error, result.content[0].text
     return result.structured_content
+
+
+def list_tools(url: str, key: str | None, **headers: str) -> httpx.Response:
+    """A raw ``tools/list`` POST to the streamable HTTP endpoint at ``url`` with ``key``
+    as the bearer key (None: no Authorization header): to see the HTTP answer itself."""
+    sent = {"Accept": "application/json, text/event-stream", **headers}
+    if key is not None:
+        sent["Authorization"] = f"Bearer {key}"
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    return httpx.post(url, json=body, headers=sent, timeout=30)

@@ -1,6 +1,7 @@
 """``engram mcp`` as a process: over stdio (the client launches it, as an IDE does) and
-over streamable HTTP with the identity it was started with, on a temporary SQLite
-file with the hashing embedder."""
+over streamable HTTP with the identity it was started with (``--no-auth``), and over
+HTTP with the REST API's key file by default, on a temporary SQLite file with the
+hashing embedder."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import StdioServerParameters
-from mcp_support import Client, free_port, http_client, structured
+from mcp_support import Client, free_port, http_client, list_tools, structured
 
 from engram import Context, Engram
 
@@ -90,6 +91,7 @@ def test_a_server_without_a_whole_identity_or_on_a_remote_host_does_not_start(
         "http",
         "--host",
         "0.0.0.0",
+        "--no-auth",
         "--tenant",
         "acme",
         "--user",
@@ -104,8 +106,11 @@ def test_a_server_without_a_whole_identity_or_on_a_remote_host_does_not_start(
     assert "cannot be loaded" in unloadable.stderr
 
 
+FIXED = ("--no-auth", "--tenant", "acme", "--user", "u1")
+
+
 @contextmanager
-def _http_server(db: str, port: int, log: Path) -> Iterator[str]:
+def _http_server(db: str, port: int, log: Path, *options: str) -> Iterator[str]:
     """``engram mcp --transport http`` in a process, until its port accepts connections."""
     command = [
         sys.executable,
@@ -120,10 +125,7 @@ def _http_server(db: str, port: int, log: Path) -> Iterator[str]:
         "http",
         "--port",
         str(port),
-        "--tenant",
-        "acme",
-        "--user",
-        "u1",
+        *options,
     ]
     with log.open("w") as stderr:
         process = subprocess.Popen(command, env=_environment(), stderr=stderr, text=True)
@@ -147,9 +149,9 @@ def _accepts(port: int) -> bool:
     return True
 
 
-def test_http_with_a_fixed_identity_on_loopback(tmp_path: Path) -> None:
+def test_http_with_no_auth_serves_a_fixed_identity_on_loopback(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'http.db'}"
-    with _http_server(db, free_port(), tmp_path / "server.log") as url:
+    with _http_server(db, free_port(), tmp_path / "server.log", *FIXED) as url:
 
         async def main() -> Any:
             async with http_client(url) as client:
@@ -158,6 +160,53 @@ def test_http_with_a_fixed_identity_on_loopback(tmp_path: Path) -> None:
         added = structured(anyio.run(main))
     with Engram.open(db, embedder="hashing") as mem:
         assert [r.id for r in mem.list(Context("acme", "u1"))] == [added["id"]]
+
+
+def test_http_uses_the_rest_api_key_file_by_default(tmp_path: Path) -> None:
+    from engram.surfaces.rest import KeyFile
+
+    db = f"sqlite:///{tmp_path / 'keyed.db'}"
+    keys = KeyFile(tmp_path / "keyed.db-keys.json")  # where engram serve keeps them
+    key = keys.create("acme", users=["u1"])[1]
+    revoked, old_key = keys.create("acme", users=["u1"])
+    keys.revoke(revoked.key_id)
+
+    async def call(**headers: str) -> Any:
+        async with http_client(url, **headers) as client:
+            return await client.call_tool("remember", MEMORY)
+
+    with _http_server(db, free_port(), tmp_path / "server.log") as url:
+        added = structured(anyio.run(lambda: call(Authorization=f"Bearer {key}")))
+        for refused in (None, old_key, "egm_0000000000000000_nope"):
+            answer = list_tools(url, refused)
+            assert answer.status_code == 401, refused
+            assert answer.headers["www-authenticate"].startswith("Bearer")
+        assert list_tools(url, key).status_code == 200
+    with Engram.open(db, embedder="hashing") as mem:
+        assert [r.id for r in mem.list(Context("acme", "u1"))] == [added["id"]]
+
+
+def test_http_options_that_exclude_each_other_do_not_start(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'refused.db'}"
+    both = _engram(
+        "--db",
+        db,
+        "mcp",
+        "--transport",
+        "http",
+        "--no-auth",
+        "--keys",
+        "k.json",
+        "--tenant",
+        "acme",
+        "--user",
+        "u1",
+    )
+    assert both.returncode == 3
+    assert "exclude each other" in both.stderr
+    stdio = _engram("--db", db, "mcp", "--keys", "k.json", "--tenant", "acme", "--user", "u1")
+    assert stdio.returncode == 3
+    assert "--keys is for --transport http" in stdio.stderr
 
 
 def test_the_authenticator_option_loads_a_class_a_factory_or_an_instance() -> None:

@@ -7,11 +7,13 @@ and agent coder), ``other`` (admin of tenant globex) and ``revoked`` (acme,
 revoked). ``api.call`` goes through the ASGI app in process (``TestClient``) and checks
 each answer against the schema (``Api.conform``);
 ``served`` runs the same app on uvicorn on a free loopback port for the tests
-that must cross a real socket.
+that must cross a real socket (with its lifespan, which runs the MCP endpoint at
+``/mcp``).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -73,8 +75,12 @@ class Api:
         """Fail unless ``response`` matches what the schema declares for its route: a
         200 body its ``response_model`` accepts (no field missing or extra), an
         error a ``Problem`` document."""
-        if response.headers.get("content-type") == "application/problem+json":
+        kind = response.headers.get("content-type", "")
+        if kind == "application/problem+json":
             Problem.model_validate(response.json())
+            return
+        if kind.startswith("application/x-ndjson"):  # the export file: a JSON object a line
+            assert all(isinstance(json.loads(line), dict) for line in response.text.splitlines())
             return
         if response.status_code != 200 or not url.startswith("/v1/"):
             return
@@ -156,7 +162,7 @@ def sqlite_api(
 
 def serve(app: FastAPI) -> Iterator[str]:
     """Run ``app`` on uvicorn on a free loopback port; yields its base URL."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
     thread.start()

@@ -32,6 +32,10 @@ BODIES: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", "/v1/recall", {**ME, "query": "Which build tool?"}),
     ("POST", "/v1/import", {**ME, "rows": []}),
     ("PUT", "/v1/working/step", {**ME, "value": 3}),
+    ("POST", "/v1/memories/{id}/outcome", {**ME, "success": True}),
+    ("POST", "/v1/share", {**ME, "ids": ["{id}"], "to_agent_id": "reviewer"}),
+    ("POST", "/v1/grants", {"from_agent": "coder", "to_agent": "reviewer", "types": ["fact"]}),
+    ("POST", "/v1/consolidate", {"user_id": "u1"}),
 ]
 # (path, a query missing its user): the routes that take an identity in the query.
 QUERIES = [

@@ -1,16 +1,20 @@
 """``engram mcp``: serve the memory tools to an MCP client, over stdio or streamable HTTP.
 
     engram mcp --tenant T --user U [--agent A] [--session S] ...          (stdio)
-    engram mcp --transport http --authenticator MODULE:NAME [--host H] [--port P]
-    engram mcp --transport http --tenant T --user U                       (loopback only)
+    engram mcp --transport http [--host H] [--port P] [--keys FILE]       (the REST API keys)
+    engram mcp --transport http --authenticator MODULE:NAME
+    engram mcp --transport http --no-auth --tenant T --user U             (loopback only)
 
 Over stdio the identity is the one the command is started with: the client
 (an IDE, an agent runtime) launches the process for one user. Over HTTP each
-request's bearer key decides it through an ``Authenticator``: ``--authenticator``
-names a zero-argument factory (or an instance) as ``module:name``. Without one,
-an HTTP server has no authentication and serves the fixed identity, so it
-listens only on a loopback host (a remote host is ``ConfigError``, exit 3).
-stdout belongs to the protocol over stdio: the command writes only to stderr.
+request's bearer key decides it through an ``Authenticator``: by default the
+REST API's key store (the key file of ``engram serve``: ``--keys``, else
+``$ENGRAM_KEYS_FILE``, else ``<db path>-keys.json``; or ``$ENGRAM_API_KEYS``),
+re-read when it changes; ``--authenticator`` names another as ``module:name`` (a
+zero-argument factory or an instance). ``--no-auth`` serves the fixed identity to
+whoever connects, so it listens only on a loopback host (a remote host is
+``ConfigError``, exit 3). stdout belongs to the protocol over stdio: the command
+writes only to stderr.
 """
 
 from __future__ import annotations
@@ -42,10 +46,23 @@ def add_command(commands: Commands) -> None:
     parser.add_argument("--port", type=int, default=8765, help="HTTP: the port (default 8765)")
     parser.add_argument("--path", default="/mcp", help="HTTP: the endpoint's path")
     parser.add_argument(
+        "--keys",
+        dest="mcp_keys",
+        metavar="FILE",
+        help="HTTP: the API key file (default: $ENGRAM_KEYS_FILE, else <db path>-keys.json "
+        "beside a SQLite store, as engram serve; $ENGRAM_API_KEYS replaces it)",
+    )
+    parser.add_argument(
         "--authenticator",
         metavar="MODULE:NAME",
-        help="HTTP: the Authenticator that turns bearer keys into principals "
-        "(a zero-argument factory or an instance)",
+        help="HTTP: another Authenticator that turns bearer keys into principals "
+        "(a zero-argument factory or an instance) instead of the API key file",
+    )
+    parser.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="HTTP: no keys; serve the --tenant/--user identity to whoever connects "
+        "(loopback hosts only)",
     )
     add_identity(parser)
     parser.set_defaults(func=_serve)
@@ -100,19 +117,40 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _checked(args: argparse.Namespace) -> Authenticator | None:
-    """The authenticator, after refusing what cannot be served safely (before the
-    store opens or the SDK loads)."""
-    authenticator = load_authenticator(args.authenticator) if args.authenticator else None
-    if args.transport == "stdio" and authenticator is not None:
-        raise ConfigError("--authenticator is for --transport http; stdio serves one identity")
-    if authenticator is None:
+    """The authenticator (None: the fixed identity), after refusing what cannot be
+    served safely (before the store opens or the SDK loads)."""
+    options = (("--keys", args.mcp_keys), ("--authenticator", args.authenticator),
+               ("--no-auth", args.no_auth))  # fmt: skip
+    chosen = [name for name, given in options if given]
+    if args.transport == "stdio" and chosen:
+        raise ConfigError(f"{chosen[0]} is for --transport http; stdio serves one identity")
+    if len(chosen) > 1:
+        raise ConfigError(f"{' and '.join(chosen)} exclude each other: choose one")
+    if args.transport == "stdio" or args.no_auth:
         resolve(context_of(args))  # one identity for every call: it must be whole
         if args.transport == "http" and not is_loopback(args.host):
             raise ConfigError(
-                f"an HTTP server without --authenticator has no authentication; "
+                "an HTTP server with --no-auth has no authentication; "
                 f"it listens on loopback only, not {args.host!r}"
             )
-    return authenticator
+        return None
+    if args.authenticator:
+        return load_authenticator(args.authenticator)
+    return _key_store(args)
+
+
+def _key_store(args: argparse.Namespace) -> Authenticator:
+    """The REST API's keys: the key file (or ``$ENGRAM_API_KEYS``), as ``engram serve``."""
+    from engram.surfaces.rest.keys import ENV_KEYS, KeyRing
+    from engram.surfaces.rest.serve import default_keys_path
+
+    path = args.mcp_keys or default_keys_path(args.db)
+    ring = KeyRing.from_environment(path)
+    if not ring.active():
+        where = f"${ENV_KEYS}" if ring.path is None else str(ring.path)
+        print(f"engram mcp: no active API key in {where} yet; every request is refused until "
+              "one is made: engram keys create --tenant T", file=sys.stderr)  # fmt: skip
+    return ring
 
 
 def is_loopback(host: str) -> bool:

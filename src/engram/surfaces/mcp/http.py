@@ -61,14 +61,29 @@ class McpEndpoint:
     ) -> None:
         self.server = server
         self._authenticator = authenticator
-        # Builds the SDK's session manager (DNS-rebinding protection on loopback hosts);
-        # the Starlette app it returns is not used: this endpoint routes itself.
-        server.streamable_http_app(streamable_http_path="/", host=host, stateless_http=stateless)
-        self._transport = StreamableHTTPASGIApp(server.session_manager)
+        self._host = host
+        self._stateless = stateless
+        self._transport = self._build()
+
+    def _build(self) -> StreamableHTTPASGIApp:
+        """A new SDK session manager (DNS-rebinding protection on loopback hosts) and its
+        transport; the Starlette app the SDK returns is not used: this endpoint routes
+        itself."""
+        self.server.streamable_http_app(streamable_http_path="/", host=self._host,
+                                        stateless_http=self._stateless)  # fmt: skip
+        return StreamableHTTPASGIApp(self.server.session_manager)
 
     def running(self) -> AbstractAsyncContextManager[None]:
-        """The transport's lifetime: enter it in the hosting app's lifespan."""
-        return self.server.session_manager.run()
+        """The transport's lifetime: enter it in the hosting app's lifespan. Each entry
+        runs a fresh session manager (the SDK's runs once only), so an app whose
+        lifespan runs again (a test client, then another) serves again."""
+        return self._running()
+
+    @asynccontextmanager
+    async def _running(self) -> AsyncIterator[None]:
+        self._transport = self._build()
+        async with self.server.session_manager.run():
+            yield
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

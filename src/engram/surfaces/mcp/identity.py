@@ -8,11 +8,12 @@ with. ``Fixed`` is the identity a stdio server is started with (``engram mcp
 ASGI scope; a call that reached the tools without one is refused.
 
 Over HTTP the tenant is the key's. The user is the ``Engram-User`` header, or the
-key's only user when its allow-list names exactly one; agent and scope ids come
-from ``Engram-Agent``, ``Engram-Session``, ``Engram-Project``,
-``Engram-Repository`` and ``Engram-Task``. Headers are connection configuration
-(set once in the client's config), checked against the key by
-``Principal.allows`` before any tool runs.
+key's only user when its allow-list names exactly one; the agent likewise
+(``Engram-Agent``, or the key's only agent); scope ids come from
+``Engram-Session``, ``Engram-Project``, ``Engram-Repository`` and ``Engram-Task``.
+Headers are connection configuration (set once in the client's config), checked
+against the key by ``Principal.allows`` before any tool runs (a key limited to
+several agents must name one).
 """
 
 from __future__ import annotations
@@ -77,8 +78,9 @@ def context_for(principal: Principal, headers: Mapping[str, str]) -> Context:
     """The context ``principal`` acts under for a request with ``headers`` (lower-case
     names): its tenant, the named (or its only) user, the named agent and scopes."""
     named = {field: headers.get(header, "").strip() or None for field, header in HEADERS.items()}
-    if named["user_id"] is None and principal.users is not None and len(principal.users) == 1:
-        named["user_id"] = next(iter(principal.users))
+    for field, allowed in (("user_id", principal.users), ("agent_id", principal.agents)):
+        if named[field] is None and allowed is not None and len(allowed) == 1:
+            named[field] = next(iter(allowed))  # the key's only user (agent) is the default
     if named["user_id"] is None:
         raise IncompleteIdentity(
             f"key {principal.key_id!r} may act for more than one user: name the user with the "

@@ -82,24 +82,31 @@ def _serve(args: argparse.Namespace) -> int:
     except ImportError:
         raise ConfigError("engram serve needs the server extra: "
                           "pip install 'engram-governed[server]'") from None  # fmt: skip
-    settings = RestSettings(max_body_bytes=args.max_body_bytes)
+    settings = RestSettings(max_body_bytes=args.max_body_bytes, host=args.host)
     keys_path = None if os.environ.get(ENV_KEYS) is not None else _keys_path(args)
     ring = KeyRing.from_environment(keys_path)
     embedder = args.rest_embedder or getattr(args, "embedder", None) or "local"
     mem = Engram.open(_db(args), embedder=embedder, working=args.working)
+    try:
+        app = create_app(mem, ring, settings)
+    except BaseException:
+        mem.close()
+        raise
+    mcp_path = settings.mcp_path if app.state.mcp is not None else None
 
     def announce(url: str) -> None:  # once listening: a failed start creates no key
         new_key = first_key(keys_path, args.tenant) if keys_path is not None else None
-        print(banner(Launch(url, ring, new_key, args.tenant, settings.ui_path)), flush=True)
+        print(banner(Launch(url, ring, new_key, args.tenant, settings.ui_path, mcp_path)),
+              flush=True)
 
     if args.workers > 1:  # the store is open and migrated: each worker opens its own
         mem.close()
         keys = None if keys_path is None else str(keys_path)
-        spec = WorkerSpec(_db(args), args.working, embedder, keys, args.max_body_bytes)
+        spec = WorkerSpec(_db(args), args.working, embedder, keys, args.max_body_bytes,
+                          args.host)  # fmt: skip
         return run_workers(spec, args.host, args.port, args.workers, args.access_log, announce)
     try:
-        return run_server(create_app(mem, ring, settings), args.host, args.port,
-                          args.access_log, announce)  # fmt: skip
+        return run_server(app, args.host, args.port, args.access_log, announce)
     finally:
         mem.close()
 

@@ -16,7 +16,6 @@ from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Fiel
 from pydantic import Strict as StrictType
 
 from engram.config import Budget
-from engram.errors import Forbidden
 from engram.scope import Context
 from engram.surfaces.principal import Principal
 from engram.types import Authority, Retention, Sensitivity, SourceKind, Turn
@@ -84,12 +83,9 @@ class Identity(Strict):
 
     def context(self, caller: Principal, purpose: str | None = None) -> Context:
         """The SDK context: the key's tenant plus these ids; ``Forbidden`` when the
-        key may not act for this user or agent, or when a key limited to some agents
-        names none (such a key is those agents, never the user's agent-less view)."""
+        key may not act for this user or agent (``Principal.allows``: a key limited to
+        some agents must name one)."""
         caller.allows(self.user_id, self.agent_id)
-        if caller.agents is not None and self.agent_id is None:
-            raise Forbidden(f"key {caller.key_id!r} acts only for agents "
-                            f"{sorted(caller.agents)}: name one in agent_id")  # fmt: skip
         return Context(
             tenant_id=caller.tenant_id, user_id=self.user_id, agent_id=self.agent_id,
             session_id=self.session_id, project_id=self.project_id,

@@ -60,6 +60,7 @@ class Launch:
     new_key: str | None
     tenant: str
     ui_path: str = "/ui"
+    mcp_path: str | None = None  # where the MCP endpoint is mounted (None: it is not)
 
 
 def banner(launch: Launch) -> str:
@@ -76,6 +77,8 @@ def banner(launch: Launch) -> str:
                      f"engram keys create --tenant {launch.tenant} --admin")  # fmt: skip
         key = "<your API key>"
     lines.append(f"Dashboard: {launch.url}{launch.ui_path}/  (paste an API key there)")
+    if launch.mcp_path is not None:
+        lines.append(f"MCP (streamable HTTP, the same API keys): {launch.url}{launch.mcp_path}")
     body = '{"user_id": "u1", "content": "I prefer dark mode in every editor."}'
     auth = shlex.quote(f"Authorization: Bearer {key}")
     ask = '{"user_id": "u1", "query": "Which editor theme do I like?"}'
@@ -116,8 +119,9 @@ def run_server(app: FastAPI, host: str, port: int, access_log: bool,
         raise ConfigError("engram serve needs the server extra: "
                           "pip install 'engram-governed[server]'") from None  # fmt: skip
     level = "info" if access_log else "warning"  # the banner says where it listens
+    # the lifespan runs the MCP endpoint's transport
     config = uvicorn.Config(app, host=host, port=port, access_log=access_log, log_level=level,
-                            lifespan="off")  # fmt: skip
+                            lifespan="on")  # fmt: skip
     server = uvicorn.Server(config)
     asyncio.run(_serve(server, announce))
     return 0 if server.started else 1

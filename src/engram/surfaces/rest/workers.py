@@ -28,31 +28,33 @@ if TYPE_CHECKING:
 __all__ = ["WorkerSpec", "run_workers", "worker_app"]
 
 _PREFIX = "ENGRAM_SERVE_"
+_FIELDS = ("db", "working", "embedder", "keys", "max_body_bytes", "host")
 
 
 @dataclass(frozen=True, slots=True)
 class WorkerSpec:
-    """What every worker opens: the store, working memory, embedder, keys, body limit."""
+    """What every worker opens: the store, working memory, embedder, keys, body limit,
+    and the host it listens on (the MCP endpoint's Host check)."""
 
     db: str
     working: str | None
     embedder: str
     keys: str | None  # None: the keys come from ENGRAM_API_KEYS
     max_body_bytes: int
+    host: str = "127.0.0.1"
 
     def export(self) -> None:
         """Put this spec in the environment the workers inherit."""
-        for name in ("db", "working", "embedder", "keys", "max_body_bytes"):
+        for name in _FIELDS:
             value = getattr(self, name)
             os.environ[_PREFIX + name.upper()] = "" if value is None else str(value)
 
     @classmethod
     def imported(cls) -> WorkerSpec:
         """The spec the parent exported."""
-        read = {name: os.environ[_PREFIX + name.upper()]
-                for name in ("db", "working", "embedder", "keys", "max_body_bytes")}  # fmt: skip
+        read = {name: os.environ[_PREFIX + name.upper()] for name in _FIELDS}
         return cls(read["db"], read["working"] or None, read["embedder"], read["keys"] or None,
-                   int(read["max_body_bytes"]))  # fmt: skip
+                   int(read["max_body_bytes"]), read["host"])  # fmt: skip
 
 
 def worker_app() -> FastAPI:
@@ -64,7 +66,7 @@ def worker_app() -> FastAPI:
     mem = Engram.open(spec.db, embedder=spec.embedder, working=spec.working)
     atexit.register(mem.close)
     return create_app(mem, KeyRing.from_environment(spec.keys),
-                      RestSettings(max_body_bytes=spec.max_body_bytes))  # fmt: skip
+                      RestSettings(max_body_bytes=spec.max_body_bytes, host=spec.host))  # fmt: skip
 
 
 def run_workers(spec: WorkerSpec, host: str, port: int, workers: int, access_log: bool,
@@ -76,7 +78,7 @@ def run_workers(spec: WorkerSpec, host: str, port: int, workers: int, access_log
     spec.export()
     config = uvicorn.Config(
         "engram.surfaces.rest.workers:worker_app", factory=True, host=host, port=port,
-        workers=workers, access_log=access_log, lifespan="off",
+        workers=workers, access_log=access_log, lifespan="on",
         log_level="info" if access_log else "warning",
     )  # fmt: skip
     sock = config.bind_socket()

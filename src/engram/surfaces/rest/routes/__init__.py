@@ -1,7 +1,7 @@
 """The REST routes, one module per resource.
 
-``ROUTERS`` is what the app factory includes, in order. A new resource (consolidate,
-sweep, share, grants) is one module with an ``APIRouter`` and one line here.
+``ROUTERS`` is what the app factory includes, in order. A new resource (a sweep, say)
+is one module with an ``APIRouter`` and one line here.
 """
 
 from __future__ import annotations
@@ -11,10 +11,14 @@ from fastapi import APIRouter
 from engram.surfaces.rest.routes import (
     admin,
     changes,
+    consolidate,
+    grants,
     health,
     memories,
+    outcomes,
     people,
     recall,
+    share,
     transfer,
     working,
 )
@@ -25,9 +29,13 @@ ROUTERS: tuple[APIRouter, ...] = (
     health.router,
     memories.router,
     changes.router,
+    outcomes.router,
     recall.router,
     transfer.router,
     working.router,
+    share.router,
+    grants.router,
+    consolidate.router,
     admin.router,
     people.router,
 )
