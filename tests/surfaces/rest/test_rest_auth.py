@@ -4,8 +4,7 @@ body, a user or agent outside the key's reach: each refused, and nothing changes
 from __future__ import annotations
 
 import pytest
-
-from conftest import OTHER, TENANT, Api
+from rest_support import OTHER, TENANT, Api
 
 ME = {"user_id": "u1", "agent_id": "coder"}
 NOTE = {**ME, "content": "I prefer dark mode in every editor.", "type": "preference"}

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from numpy.typing import NDArray
+from rest_support import Api, build_app, make_keys
 
-from conftest import Api, build_app, make_keys
 from engram import Config, EmbeddingError, Engram
 from engram.config import WritePolicy
 from engram.embed.base import Wrapped

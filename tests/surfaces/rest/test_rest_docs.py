@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conftest import Api
+from rest_support import Api
+
 from engram.surfaces.rest.problems import catalogue
 
 DOC = (Path(__file__).resolve().parents[3] / "docs" / "rest.md").read_text()

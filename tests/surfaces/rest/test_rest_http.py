@@ -7,8 +7,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-
-from conftest import Api
+from rest_support import Api
 
 ME = {"user_id": "u1", "agent_id": "coder", "session_id": "s1"}
 

@@ -7,9 +7,9 @@ import json
 from datetime import timedelta
 from typing import Any
 
+from rest_support import TENANT, Api
 from tests.conftest import T0
 
-from conftest import TENANT, Api
 from engram import Context
 
 ME = {"user_id": "u1", "agent_id": "coder"}

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rest_support import OTHER, TENANT, Api
 from test_rest_lifecycle import DEPLOY, LATER, ME, QUERY, episodes, remember
 
-from conftest import OTHER, TENANT, Api
 from engram.surfaces.rest import KeyFile
 
 NDJSON = {"Content-Type": "application/x-ndjson"}

@@ -3,7 +3,8 @@ its tenant, on every backend, and never anything of another tenant."""
 
 from __future__ import annotations
 
-from conftest import OTHER, TENANT, Api
+from rest_support import OTHER, TENANT, Api
+
 from engram import Context
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import TENANT, Api
+from rest_support import TENANT, Api
 
 ME = {"user_id": "u1", "agent_id": "coder", "session_id": "s1", "task_id": "t1"}
 QUERY = "user_id=u1&agent_id=coder&session_id=s1&task_id=t1"

@@ -16,14 +16,13 @@ schemathesis = pytest.importorskip("schemathesis", reason="schemathesis is a dev
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis.errors import Unsatisfiable  # noqa: E402
+from rest_support import Api  # noqa: E402
 from schemathesis import GenerationMode  # noqa: E402
 from schemathesis.specs.openapi.checks import (  # noqa: E402
     content_type_conformance,
     response_schema_conformance,
     status_code_conformance,
 )
-
-from conftest import Api  # noqa: E402
 
 CHECKS = [
     schemathesis.checks.not_a_server_error,
