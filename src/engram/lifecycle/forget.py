@@ -8,7 +8,9 @@ recall traces and touches naming an erased id are dropped before the
 transaction, and no flush writes while it runs (``UsageRecorder.quiesced``);
 stored traces naming one go inside it, and so do the contest links of surviving
 records that name one (the partner of a forgotten contested or disputed version
-is no longer contested by it). Then the in-memory copies go, the WAL is
+is no longer contested by it), and so do the consolidation marks of the episodes a
+derived summary being deleted was made from (the surviving episodes of its group
+are summarised again by the next run). Then the in-memory copies go, the WAL is
 checkpointed and the files are scanned for the erased texts
 (``store.erasure``).
 
@@ -28,10 +30,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from engram import embed
+from engram.config import ConsolidationConfig
 from engram.recall.rerank import forget_cached_texts
 from engram.recall.usage import UsageRecorder
 from engram.store.audit import AuditEntry
-from engram.store.contract import Audit, Delete, UnlinkContests
+from engram.store.contract import Audit, Delete, Reconsolidate, UnlinkContests
 from engram.store.erasure import Scrub
 from engram.store.open import Backend
 from engram.store.predicate import Subject, Tenant, Visibility
@@ -42,6 +45,9 @@ __all__ = [
     "ErasureReceipt", "ForgetReceipt", "derived_closure", "drop_text_caches", "erase_subject",
     "forget",
 ]  # fmt: skip
+
+
+_SUMMARY = ConsolidationConfig().summary_type
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,12 +159,14 @@ def drop_text_caches() -> None:
 
 def forget(
     store: Backend, vis: Visibility, record: Record, actor: str, now: datetime,
-    usage: UsageRecorder | None = None,
+    usage: UsageRecorder | None = None, summary_type: str = _SUMMARY,
 ) -> ForgetReceipt:  # fmt: skip
     """Delete ``record``, every version in its chain and every copy derived from them.
 
     A passage of long content is forgotten with its whole group: the chain of its
-    head (passage 1) is deleted too, and the other passages derive from it."""
+    head (passage 1) is deleted too, and the other passages derive from it. The
+    derived records of ``summary_type`` release their other episodes to the next
+    consolidation."""
     tenant = Tenant(vis.tenant_id)
     with _quiet(usage):
         with store.transaction():
@@ -169,8 +177,9 @@ def forget(
             traces = _purge(usage, ids, None) + store.delete_traces_naming(tenant, ids)
             entry = AuditEntry(now, record.tenant_id, record.user_id, actor, "DELETE", ids,
                                "forget")  # fmt: skip
-            store.apply([UnlinkContests(tenant, tuple(ids), now), Delete(tenant, tuple(ids)),
-                         Audit(entry)])  # fmt: skip
+            store.apply([UnlinkContests(tenant, tuple(ids), now),
+                         Reconsolidate(tenant, tuple(derived), summary_type),
+                         Delete(tenant, tuple(ids)), Audit(entry)])  # fmt: skip
         traces += _purge(usage, ids, None)  # queued while the transaction ran
     _drop_copies(store, Subject.of(record.tenant_id, record.user_id))
     outcome = _verify(store, tenant, ids, strings, None)
