@@ -2,18 +2,24 @@
 
 Forgetting an episode deletes the summaries derived from it (the derived
 closure); the group's surviving episodes lose their consolidation marks, so the
-next run summarises them again instead of skipping them for good.
+next run summarises them again instead of skipping them for good. Retracting
+or expiring an episode retracts the summaries and the extracted facts derived
+from it (not a fact the user stated), and the rest of its group is summarised
+again without it.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from tests.conftest import T0
 from tests.lifecycle.consolidation_kit import LATER, summaries, write_episodes
 
 from backends import table_rows
-from engram import Context, Engram
+from engram import Authority, Context, Engram, Source, SourceKind, Status
+from engram.ids import new_id
+from engram.store.contract import Insert
 
 CTX = Context(tenant_id="acme", user_id="u1")
 BILLING = (
@@ -58,3 +64,38 @@ def test_forgetting_an_unrelated_memory_keeps_every_mark(mem: Engram) -> None:
     assert other is not None
     mem.forget(CTX, other.id)
     assert _marked(mem) == set(episodes)
+
+
+@pytest.mark.parametrize("change", ["retract", "expire"])
+def test_a_retracted_or_expired_episode_takes_its_summary_along(mem: Engram, change: str) -> None:
+    episodes, summary = _consolidated(mem)
+    if change == "retract":
+        mem.retract(CTX, episodes[1], "this never happened")
+    else:
+        mem.expire(CTX, episodes[1])
+    assert mem.get(CTX, summary).status == Status.RETRACTED
+    answer = mem.recall(CTX, "migration step failed", intent="past", now=LATER)
+    assert summary not in answer.ids
+    assert _marked(mem) == set()
+    again = mem.consolidate("acme", "u1", now=LATER + timedelta(hours=1), progress=False)
+    (fresh,) = again.summary_ids
+    assert set(mem.get(CTX, fresh).source.derived_from) == {episodes[0], *episodes[2:]}
+
+
+def _extracted(mem: Engram, episode: str, authority: Authority) -> str:
+    """A fact consolidation extracted from ``episode``, stored with ``authority``."""
+    base = mem.get(CTX, episode)
+    fact = base.replace(id=new_id(), type="fact", authority=authority,
+                        content=f"Extracted ({authority.value}) from {episode}",
+                        source=Source(SourceKind.CONSOLIDATION, None, (episode,)))  # fmt: skip
+    mem.store.apply([Insert(fact)])
+    return fact.id
+
+
+def test_retracting_an_episode_retracts_inferred_facts_not_stated_ones(mem: Engram) -> None:
+    (episode,) = write_episodes(mem, CTX, BILLING[:1], T0)
+    inferred = _extracted(mem, episode, Authority.MODEL_INFERENCE)
+    stated = _extracted(mem, episode, Authority.EXPLICIT_USER)
+    mem.retract(CTX, episode, "wrong")
+    assert mem.get(CTX, inferred).status == Status.RETRACTED
+    assert mem.get(CTX, stated).status == Status.ACTIVE
