@@ -285,7 +285,7 @@ class Engram(LifecycleFacade):
         scope, vis = self._visible(ctx)
         record = self._own_record(vis, memory_id)
         return forgetting.forget(self.store, vis, record, actor(scope), self._now(None),
-                                 self._usage)  # fmt: skip
+                                 self._usage, self.config.consolidation.summary_type)  # fmt: skip
 
     def erase_subject(self, tenant_id: str, user_id: str) -> forgetting.ErasureReceipt:
         """Administrative erasure of one user's every record, vector, trace and derived copy."""

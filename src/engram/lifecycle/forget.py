@@ -8,7 +8,9 @@ recall traces and touches naming an erased id are dropped before the
 transaction, and no flush writes while it runs (``UsageRecorder.quiesced``);
 stored traces naming one go inside it, and so do the contest links of surviving
 records that name one (the partner of a forgotten contested or disputed version
-is no longer contested by it). Then the in-memory copies go, the WAL is
+is no longer contested by it), and so do the consolidation marks of the episodes a
+derived summary being deleted was made from (the surviving episodes of its group
+are summarised again by the next run). Then the in-memory copies go, the WAL is
 checkpointed and the files are scanned for the erased texts
 (``store.erasure``).
 
@@ -22,16 +24,17 @@ can be linked to them any more (they still verify).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 
 from engram import embed
+from engram.config import ConsolidationConfig
 from engram.recall.rerank import forget_cached_texts
 from engram.recall.usage import UsageRecorder
 from engram.store.audit import AuditEntry
-from engram.store.contract import Audit, Delete, UnlinkContests
+from engram.store.contract import Audit, Change, Delete, Reconsolidate, UnlinkContests
 from engram.store.erasure import Scrub
 from engram.store.open import Backend
 from engram.store.predicate import Subject, Tenant, Visibility
@@ -39,9 +42,12 @@ from engram.types import Record
 from engram.write import passages
 
 __all__ = [
-    "ErasureReceipt", "ForgetReceipt", "derived_closure", "drop_text_caches", "erase_subject",
-    "forget",
+    "Erasing", "ErasureReceipt", "ForgetReceipt", "delete_ids", "derived_closure",
+    "drop_text_caches", "erase_subject", "finish", "forget", "quiesced",
 ]  # fmt: skip
+
+
+_SUMMARY = ConsolidationConfig().summary_type
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +121,8 @@ def _versions(store: Backend, vis: Visibility, record: Record) -> list[str]:
 
 
 @contextmanager
-def _quiet(usage: UsageRecorder | None) -> Iterator[None]:
+def quiesced(usage: UsageRecorder | None) -> Iterator[None]:
+    """No usage flush writes while this runs (when there is a recorder)."""
     with usage.quiesced() if usage is not None else nullcontext():
         yield
 
@@ -151,30 +158,67 @@ def drop_text_caches() -> None:
     embed.forget_cached_texts()
 
 
+@dataclass(slots=True)
+class Erasing:
+    """The records one deletion removed and what to check for afterwards."""
+
+    tenant: Tenant
+    ids: list[str]
+    strings: list[str]
+    traces: int
+
+
+def delete_ids(
+    store: Backend, tenant: Tenant, ids: list[str], derived: list[str],
+    usage: UsageRecorder | None, changes: Sequence[Change], summary_type: str, now: datetime,
+) -> Erasing:  # fmt: skip
+    """Inside the caller's transaction (under ``quiesced(usage)``): delete ``ids`` with
+    the traces naming them, their contest links and, for the ``derived`` summaries
+    among them, their episodes' consolidation marks; apply ``changes`` (the audit
+    entries) with them. ``finish`` does the rest after the commit."""
+    strings = store.erasure_strings(tenant, ids)
+    traces = _purge(usage, ids, None) + store.delete_traces_naming(tenant, ids)
+    store.apply([UnlinkContests(tenant, tuple(ids), now),
+                 Reconsolidate(tenant, tuple(derived), summary_type),
+                 Delete(tenant, tuple(ids)), *changes])  # fmt: skip
+    return Erasing(tenant, ids, strings, traces)
+
+
+def finish(
+    store: Backend, erasing: Erasing, usage: UsageRecorder | None, subjects: Sequence[Subject]
+) -> _Outcome:
+    """After the commit of ``delete_ids``, still under the same ``quiesced(usage)``: drop
+    the traces queued meanwhile (``erasing.traces`` counts them), the in-memory copies
+    of ``subjects`` and the text caches, then check."""
+    erasing.traces += _purge(usage, erasing.ids, None)
+    for subject in subjects:
+        store.forget_partition(subject)
+    drop_text_caches()
+    return _verify(store, erasing.tenant, erasing.ids, erasing.strings, None)
+
+
 def forget(
     store: Backend, vis: Visibility, record: Record, actor: str, now: datetime,
-    usage: UsageRecorder | None = None,
+    usage: UsageRecorder | None = None, summary_type: str = _SUMMARY,
 ) -> ForgetReceipt:  # fmt: skip
     """Delete ``record``, every version in its chain and every copy derived from them.
 
     A passage of long content is forgotten with its whole group: the chain of its
-    head (passage 1) is deleted too, and the other passages derive from it."""
+    head (passage 1) is deleted too, and the other passages derive from it. The
+    derived records of ``summary_type`` release their other episodes to the next
+    consolidation."""
     tenant = Tenant(vis.tenant_id)
-    with _quiet(usage):
+    with quiesced(usage):
         with store.transaction():
             chain = _versions(store, vis, record)
             derived = derived_closure(store, tenant, chain)
             ids = chain + derived
-            strings = store.erasure_strings(tenant, ids)
-            traces = _purge(usage, ids, None) + store.delete_traces_naming(tenant, ids)
             entry = AuditEntry(now, record.tenant_id, record.user_id, actor, "DELETE", ids,
                                "forget")  # fmt: skip
-            store.apply([UnlinkContests(tenant, tuple(ids), now), Delete(tenant, tuple(ids)),
-                         Audit(entry)])  # fmt: skip
-        traces += _purge(usage, ids, None)  # queued while the transaction ran
-    _drop_copies(store, Subject.of(record.tenant_id, record.user_id))
-    outcome = _verify(store, tenant, ids, strings, None)
-    return ForgetReceipt(tuple(chain), tuple(derived), outcome.verified, traces,
+            erasing = delete_ids(store, tenant, ids, derived, usage, [Audit(entry)],
+                                 summary_type, now)  # fmt: skip
+        outcome = finish(store, erasing, usage, [Subject.of(record.tenant_id, record.user_id)])
+    return ForgetReceipt(tuple(chain), tuple(derived), outcome.verified, erasing.traces,
                          outcome.checked, outcome.failed, outcome.scrub.scanned,
                          outcome.scrub.short)  # fmt: skip
 
@@ -186,7 +230,7 @@ def erase_subject(
     """Delete every record, vector, trace, counter and derived copy of one user of one
     tenant, and every trace naming one of those records."""
     subject, tenant = Subject(tenant_id, user_id), Tenant(tenant_id)
-    with _quiet(usage):
+    with quiesced(usage):
         with store.transaction():
             own = store.subject_ids(subject)
             derived = derived_closure(store, tenant, own)

@@ -61,6 +61,7 @@ __all__ = [
     "Probe",
     "PutGrants",
     "RecentProbe",
+    "Reconsolidate",
     "SlotProbe",
     "Store",
     "SubjectScan",
@@ -272,9 +273,20 @@ class Consolidated:
     at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class Reconsolidate:
+    """The episodes the tenant's records among ``summary_ids`` of type ``summary_type``
+    were derived from are no longer consolidated: their marks go (apply it before the
+    summaries are deleted), so the next run summarises the survivors again."""
+
+    tenant: Tenant
+    summary_ids: tuple[str, ...]
+    summary_type: str
+
+
 Change = (
     Insert | Update | Place | Delete | UnlinkContests | Touch | Audit | PutGrants | DropGrants
-    | Outcome | Consolidated
+    | Outcome | Consolidated | Reconsolidate
 )
 
 

@@ -15,8 +15,13 @@ Nothing is overwritten: the merged-away fact keeps its content and becomes
 ``superseded`` by the survivor (``superseded_by``, its validity closed now), so
 its history stays; the audit entry (operation ``SUPERSEDE``, reason
 ``near_duplicate_merge``) names survivor and merged fact, which is where
-``merged_from`` is recorded. Each merge is one transaction that re-reads both
-facts first and skips the pair when either changed meanwhile.
+``merged_from`` is recorded. The version walk (``Store.history``) follows
+``superseded_by`` backwards, so the merged fact is a version of the survivor:
+forgetting either deletes both (they state one fact). Share copies of the merged
+fact follow it (``write.copies``): they are retracted, reason
+``original_superseded``, as when a remembered version supersedes it. Each merge
+is one transaction that re-reads both facts first and skips the pair when either
+changed meanwhile.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from engram.store.contract import Audit, SubjectScan, Update
 from engram.store.open import Backend
 from engram.store.predicate import OwnerSlot, Subject, Visibility
 from engram.types import Record, Status, Tier
+from engram.write import copies
 from engram.write.decide import AUTHORITY_RANK
 
 __all__ = ["REASON", "Merge", "find_merges", "merge", "plan_merges", "semantic_facts",
@@ -170,4 +176,6 @@ def merge(store: Backend, subject: Subject, pair: Merge, actor: str, now: dateti
         entry = AuditEntry(now, subject.tenant_id, subject.user_id, actor, "SUPERSEDE",
                            [pair.kept.id, pair.loser.id], REASON)  # fmt: skip
         store.apply([Update(loser), Audit(entry)])
+        copies.follow(store, subject.tenant_id, [pair.loser.id], Status.RETRACTED,
+                      "original_superseded", actor, now)  # fmt: skip
     return True

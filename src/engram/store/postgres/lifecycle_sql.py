@@ -14,8 +14,8 @@ from engram.store.postgres.sql import COLUMNS_PG, Query
 from engram.store.predicate import Subject, Tenant, Visibility
 
 __all__ = [
-    "end_lease", "lease_row", "mark_consolidated", "outcome", "outcomes", "subject_records",
-    "subject_users", "take_lease",
+    "end_lease", "lease_row", "mark_consolidated", "outcome", "outcomes", "reconsolidate",
+    "subject_records", "subject_users", "take_lease",
 ]  # fmt: skip
 
 _COLS = ", ".join(f"r.{column}" for column in COLUMNS_PG)
@@ -65,6 +65,19 @@ def mark_consolidated(subject: Subject, ids: Sequence[str], at_us: int) -> Query
         f" WHERE r.id = ANY(%(ids)s::text[]) AND {cond} ON CONFLICT DO NOTHING"
     )
     return sql, {**params, "ids": list(ids), "at": at_us}
+
+
+def reconsolidate(tenant: Tenant, ids: Sequence[str], summary_type: str) -> Query:
+    """Delete the consolidation marks of the episodes the tenant's summaries among
+    ``ids`` (records of ``summary_type``) were derived from."""
+    cond, params = tenant.sql("r", POSTGRES)
+    marks, _ = tenant.sql("c", POSTGRES)
+    sql = (
+        f"DELETE FROM consolidated c WHERE {marks} AND c.episode_id IN ("
+        " SELECT jsonb_array_elements_text(r.derived_from::jsonb) FROM records r"
+        f" WHERE r.id = ANY(%(ids)s::text[]) AND {cond} AND r.type = %(summary_type)s)"
+    )
+    return sql, {**params, "ids": list(ids), "summary_type": summary_type}
 
 
 def subject_users(tenant: Tenant) -> Query:

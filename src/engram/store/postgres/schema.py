@@ -33,6 +33,9 @@ both backends. What differs:
   and ``consolidation_runs``; the first two reference their record by
   (tenant_id, id) with ``ON DELETE CASCADE`` (what SQLite's trigger does), a key
   that leads with the distribution column, so Citus keeps them co-located.
+* ``0009_merge_links`` (SQLite's 0018): an index on ``superseded_by``, which the
+  version walk follows backwards (a merged fact is superseded by its survivor
+  without the survivor naming it).
 """
 
 from __future__ import annotations
@@ -217,6 +220,12 @@ CREATE INDEX records_share_original ON records (tenant_id, ((derived_from::jsonb
 """
 
 
+_MERGE_LINKS = """
+CREATE INDEX records_superseded_by ON records (tenant_id, superseded_by)
+    WHERE superseded_by IS NOT NULL;
+"""
+
+
 def migrations(text_search: str) -> tuple[tuple[str, str], ...]:
     """The migrations in order, as (name, SQL); ``text_search`` is the configuration
     a new schema's ``tsvector`` column uses (an existing one keeps its own)."""
@@ -229,4 +238,5 @@ def migrations(text_search: str) -> tuple[tuple[str, str], ...]:
         ("0006_traces", _TRACES),
         ("0007_share_grants", _SHARE_GRANTS),
         ("0008_consolidation", _CONSOLIDATION),
+        ("0009_merge_links", _MERGE_LINKS),
     )

@@ -75,7 +75,7 @@ def _tenant_of(change: contract.Change) -> str:
     """The tenant a change writes to (its writer lock is taken first)."""
     if isinstance(change, (contract.Insert, contract.Update, contract.Place)):
         return change.record.tenant_id
-    if isinstance(change, (contract.Delete, contract.UnlinkContests)):
+    if isinstance(change, (contract.Delete, contract.UnlinkContests, contract.Reconsolidate)):
         return change.tenant.tenant_id
     if isinstance(change, contract.Touch):
         return change.vis.tenant_id
@@ -304,6 +304,10 @@ class PostgresStore(Shares, Lifecycle):
                 marked = lifecycle_sql.mark_consolidated(change.subject, change.episode_ids,
                                                          to_micros(change.at) or 0)  # fmt: skip
                 conn.execute(*marked)
+        elif isinstance(change, contract.Reconsolidate):
+            if change.summary_ids:
+                conn.execute(*lifecycle_sql.reconsolidate(change.tenant, change.summary_ids,
+                                                          change.summary_type))  # fmt: skip
         else:  # pragma: no cover - the Change union is closed
             raise StoreError(f"unknown change {type(change).__name__}")
 

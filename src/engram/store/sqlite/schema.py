@@ -352,6 +352,13 @@ CREATE TRIGGER records_drop_lifecycle AFTER DELETE ON records BEGIN
 END;
 """
 
+# The version walk (``history``) follows ``superseded_by`` backwards too: a fact
+# merged into another is superseded by it without the survivor naming it.
+_MERGE_LINKS = """
+CREATE INDEX records_superseded_by ON records (tenant_id, superseded_by)
+    WHERE superseded_by IS NOT NULL;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_meta", _META),
     ("0002_records", _RECORDS),
@@ -370,4 +377,5 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0015_audit_subjects", _AUDIT_SUBJECTS),
     ("0016_share_grants", _SHARE_GRANTS),
     ("0017_consolidation", _CONSOLIDATION),
+    ("0018_merge_links", _MERGE_LINKS),
 )

@@ -16,8 +16,8 @@ from engram.store.predicate import Subject, Tenant, Visibility
 from engram.store.rows import COLUMNS
 
 __all__ = [
-    "end_lease", "lease_row", "mark_consolidated", "outcome", "outcomes", "subject_records",
-    "subject_users", "take_lease",
+    "end_lease", "lease_row", "mark_consolidated", "outcome", "outcomes", "reconsolidate",
+    "subject_records", "subject_users", "take_lease",
 ]  # fmt: skip
 
 Query = tuple[str, dict[str, Any]]
@@ -66,6 +66,19 @@ def mark_consolidated(subject: Subject, ids: Sequence[str], at_us: int) -> Query
         f" CROSS JOIN records r ON r.id = j.value WHERE {cond}"
     )
     return sql, {**params, "ids": json.dumps(list(ids)), "at": at_us}
+
+
+def reconsolidate(tenant: Tenant, ids: Sequence[str], summary_type: str) -> Query:
+    """Delete the consolidation marks of the episodes the tenant's summaries among
+    ``ids`` (records of ``summary_type``) were derived from."""
+    cond, params = tenant.sql()
+    marks, _ = tenant.sql("c")
+    sql = (
+        f"DELETE FROM consolidated AS c WHERE {marks} AND c.episode_id IN ("
+        " SELECT d.value FROM json_each(:ids) j CROSS JOIN records r ON r.id = j.value"
+        f" CROSS JOIN json_each(r.derived_from) d WHERE {cond} AND r.type = :summary_type)"
+    )
+    return sql, {**params, "ids": json.dumps(list(ids)), "summary_type": summary_type}
 
 
 def subject_users(tenant: Tenant) -> Query:

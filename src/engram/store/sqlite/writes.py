@@ -35,6 +35,7 @@ from engram.store.contract import (
     Outcome,
     Place,
     PutGrants,
+    Reconsolidate,
     Touch,
     UnlinkContests,
     Update,
@@ -106,6 +107,10 @@ class Writes(Shares):
             if change.episode_ids:
                 self._run(*lifecycle.mark_consolidated(change.subject, change.episode_ids,
                                                        to_micros(change.at) or 0))  # fmt: skip
+        elif isinstance(change, Reconsolidate):
+            if change.summary_ids:
+                self._run(*lifecycle.reconsolidate(change.tenant, change.summary_ids,
+                                                   change.summary_type))  # fmt: skip
         else:
             raise InvalidArgument(f"unknown change {type(change).__name__}")
 
