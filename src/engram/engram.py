@@ -32,7 +32,8 @@ from engram.lifecycle.consolidate import ConsolidationReport, ProcedureOutcomes,
 from engram.lifecycle.consolidate import consolidate as run_consolidation
 from engram.lifecycle.consolidate.outcomes import record_outcome
 from engram.lifecycle.consolidate.progress import Progress
-from engram.lifecycle.transfer import ImportReport, export_rows, import_rows
+from engram.lifecycle.export_view import export_rows
+from engram.lifecycle.transfer import ImportReport, import_rows
 from engram.recall.budget import (
     ApproxTokenCounter,
     TokenCounter,
@@ -441,7 +442,7 @@ class Engram(LifecycleFacade):
         _, vis = self._visible(ctx)
         now = self.clock.now()
         every = reversed(self.store.listing(vis, Listing()))  # oldest first
-        return export_rows(as_seen(r, now) for r in every if r.scope != GLOBAL)
+        return export_rows((r for r in every if r.scope != GLOBAL), now)
 
     def import_records(self, ctx: Context, rows: Sequence[Mapping[str, Any]]) -> ImportReport:
         """Import exported rows under ``ctx``'s ownership (ids re-issued, links kept)."""

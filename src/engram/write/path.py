@@ -15,7 +15,7 @@ give one ``WriteResult``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -103,12 +103,17 @@ class WritePath:
         sizes = tuple(len(unit.parts) for unit in units)
         return Prepared(proposals, verdicts, hashes, vectors, model, sizes)
 
-    def commit_prepared(self, owner: Owner, prepared: Prepared, now: datetime) -> list[WriteResult]:
+    def commit_prepared(
+        self, owner: Owner, prepared: Prepared, now: datetime,
+        unseen: Callable[[Record], bool] | None = None,
+    ) -> list[WriteResult]:  # fmt: skip
         """Decide and commit prepared units, one result each; the caller holds the
         transaction.
 
-        Vectors made under another model than the store's (the store was
-        re-indexed meanwhile) are dropped rather than mixed in."""
+        ``unseen`` names stored versions the decision of a single proposal does not
+        meet (an import's versions of other rows of its file, which the exporting
+        store has already decided). Vectors made under another model than the
+        store's (the store was re-indexed meanwhile) are dropped rather than mixed in."""
         model = prepared.model
         if model is not None and self._store.vector_model() not in (None, model):
             model = None
@@ -119,7 +124,7 @@ class WritePath:
         for span in prepared.units():
             unit = parts[span]
             if len(unit) == 1:
-                results.append(self._one(owner.slot, owner, *unit[0], now))
+                results.append(self._one(owner.slot, owner, *unit[0], now, unseen=unseen))
             else:
                 results.append(self._group(owner, unit, now))
         return results
@@ -170,11 +175,13 @@ class WritePath:
         vector: NDArray[np.float32] | None,
         now: datetime,
         state: SlotState | None = None,
+        unseen: Callable[[Record], bool] | None = None,
     ) -> WriteResult:
         """Decide and commit one proposal against ``state`` (by default, what the
-        slot holds now); versions past their retention take no part."""
+        slot holds now, less the ``unseen`` versions); versions past their retention
+        take no part."""
         if state is None:
-            state = self._slot_state(slot, proposal, digest, verdict)
+            state = _without(self._slot_state(slot, proposal, digest, verdict), unseen)
         state = self._live(state, owner, now)
         threshold = self._config.write.conflict_threshold
         decision = decide(proposal, verdict, state, digest, threshold)
@@ -243,6 +250,13 @@ class WritePath:
         found = slot_versions(self._store, probes)
         versions = found[0] if proposal.key else []
         return SlotState(key_versions=versions, duplicates=found[-1])
+
+
+def _without(state: SlotState, unseen: Callable[[Record], bool] | None) -> SlotState:
+    if unseen is None:
+        return state
+    return SlotState([r for r in state.key_versions if not unseen(r)],
+                     [r for r in state.duplicates if not unseen(r)])  # fmt: skip
 
 
 def _due(record: Record, now: datetime) -> bool:
