@@ -29,6 +29,7 @@ CROSS_TENANT = {
     "verify_audit reads every chain": "SELECT * FROM audit ORDER BY tenant_id, seq",
     "iter_all pages every record": " FROM records WHERE (tenant_id, id) > (",
     "reset_vectors clears every vector": "UPDATE records SET embedding = NULL WHERE embedding",
+    "tenants lists every tenant for the sweep": "SELECT DISTINCT r.tenant_id FROM records r",
 }
 # DDL and maintenance: no rows are read or written (Citus propagates them to every shard;
 # the ledger is a reference table).

@@ -27,6 +27,10 @@ both backends. What differs:
   that inserts, so it holds on Citus too).
 * At most one active, uncontested version per (tenant, user, agent, scope, key):
   a unique partial index, as SQLite's migration 0014.
+* Forgetting and erasure (SQLite's 0016-0018): ``tombstones`` and
+  ``tombstone_keys``, ``cache_generations`` (bumped by every deletion: every
+  process serving the database drops its in-memory copies of the tenant) and
+  ``sweeps`` (how far each tenant was swept).
 """
 
 from __future__ import annotations
@@ -162,6 +166,29 @@ CREATE TABLE traces (
 CREATE INDEX traces_owner ON traces (tenant_id, user_id, seq);
 """
 
+_TOMBSTONES = """
+CREATE TABLE tombstone_keys (tenant_id text PRIMARY KEY, key bytea NOT NULL);
+CREATE TABLE tombstones (
+    tenant_id text NOT NULL,
+    user_id text NOT NULL,
+    digest text NOT NULL,
+    at bigint NOT NULL,
+    PRIMARY KEY (tenant_id, user_id, digest)
+);
+"""
+
+_CACHE_GENERATIONS = """
+CREATE TABLE cache_generations (tenant_id text PRIMARY KEY, generation bigint NOT NULL);
+"""
+
+_SWEEPS = """
+CREATE TABLE sweeps (
+    tenant_id text PRIMARY KEY,
+    swept_to bigint NOT NULL,
+    runs bigint NOT NULL DEFAULT 0
+);
+"""
+
 
 def migrations(text_search: str) -> tuple[tuple[str, str], ...]:
     """The migrations in order, as (name, SQL); ``text_search`` is the configuration
@@ -173,4 +200,7 @@ def migrations(text_search: str) -> tuple[tuple[str, str], ...]:
         ("0004_lexemes", _LEXEMES.format(config=text_search)),
         ("0005_audit", _AUDIT),
         ("0006_traces", _TRACES),
+        ("0007_tombstones", _TOMBSTONES),
+        ("0008_cache_generations", _CACHE_GENERATIONS),
+        ("0009_sweeps", _SWEEPS),
     )

@@ -29,11 +29,12 @@ from engram.errors import EngramError, InvalidArgument, StoreError
 from engram.store import contract
 from engram.store.dialect import POSTGRES
 from engram.store.lexical import terms
-from engram.store.postgres import sql, vectors
-from engram.store.postgres.admin import Admin, update_query
+from engram.store.postgres import lifecycle_sql, sql, vectors
+from engram.store.postgres.admin import update_query
 from engram.store.postgres.config import PostgresConfig
 from engram.store.postgres.connect import connect, libpq_url, migrate, open_pool, text_config
 from engram.store.postgres.errors import Server
+from engram.store.postgres.lifecycle import Lifecycle
 from engram.store.postgres.session import Conn, on
 from engram.store.predicate import OwnerSlot, Tenant, Visibility
 from engram.store.rows import record_from_values, record_to_row, to_micros
@@ -73,14 +74,19 @@ def _tenant_of(change: contract.Change) -> str:
     """The tenant a change writes to (its writer lock is taken first)."""
     if isinstance(change, (contract.Insert, contract.Update, contract.Place)):
         return change.record.tenant_id
-    if isinstance(change, (contract.Delete, contract.UnlinkContests)):
+    if isinstance(
+        change,
+        (contract.Delete, contract.UnlinkContests, contract.AddTombstones, contract.DropTombstones),
+    ):
         return change.tenant.tenant_id
+    if isinstance(change, contract.AnonymiseTombstones):
+        return change.subject.tenant_id
     if isinstance(change, contract.Touch):
         return change.vis.tenant_id
     return change.entry.tenant_id
 
 
-class PostgresStore(Admin):
+class PostgresStore(Lifecycle):
     """System of record, lexical and vector indexes in one PostgreSQL database."""
 
     @classmethod
@@ -274,6 +280,11 @@ class PostgresStore(Admin):
         elif isinstance(change, contract.Delete):
             if change.ids:
                 applied.deleted += int(on(conn, sql.delete(change.tenant, change.ids))[0][0])
+            conn.execute(*lifecycle_sql.bump(change.tenant))
+        elif isinstance(
+            change, (contract.AddTombstones, contract.DropTombstones, contract.AnonymiseTombstones)
+        ):
+            self.apply_tombstones(conn, change, applied)
         elif isinstance(change, contract.UnlinkContests):
             if change.ids:
                 query = sql.unlink_contests(change.tenant, change.ids, to_micros(change.at) or 0)

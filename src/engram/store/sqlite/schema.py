@@ -23,6 +23,13 @@ them: they are diagnostics, and unreadable under the new rule anyway.
 0013 keeps the ids of deleted records (``forgotten``: ids only, like the audit
 log) and refuses a new version of one: a ``correct`` that read its target
 before a ``forget`` committed cannot resurrect the chain afterwards.
+
+0016-0018 serve forgetting and erasure (``docs/erasure.md``): ``tombstones``
+holds keyed digests of erased contents per owner (never the text; the key of
+each tenant is in ``tombstone_keys``), ``cache_generations`` counts each
+tenant's deletions so every process serving the file knows when its in-memory
+copies are stale, and ``sweeps`` remembers how far each tenant was swept (a
+sweep with an earlier clock is reported). Two indexes serve the sweep's scans.
 """
 
 from __future__ import annotations
@@ -291,6 +298,43 @@ CREATE TABLE audit_subjects (
 ) WITHOUT ROWID;
 """
 
+# Keyed digests of erased contents (``store.tombstones``): a non-explicit write of
+# the same normalised content for the same owner (or any owner, for an erased
+# subject's contents) is refused. ``user_id`` is the owner, '' for tenant-wide
+# records, ``:erased`` for a subject erased since (no user is named any more).
+_TOMBSTONES = """
+CREATE TABLE tombstone_keys (
+    tenant_id TEXT NOT NULL PRIMARY KEY,
+    key BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE tombstones (
+    tenant_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, user_id, digest)
+) WITHOUT ROWID;
+"""
+
+# One row per tenant, bumped by every deletion in the same transaction: a process
+# that sees a new value drops what it holds in memory of that tenant.
+_CACHE_GENERATIONS = """
+CREATE TABLE cache_generations (
+    tenant_id TEXT NOT NULL PRIMARY KEY,
+    generation INTEGER NOT NULL
+) WITHOUT ROWID;
+"""
+
+_SWEEPS = """
+CREATE TABLE sweeps (
+    tenant_id TEXT NOT NULL PRIMARY KEY,
+    swept_to INTEGER NOT NULL,
+    runs INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE INDEX records_due ON records (tenant_id, expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX records_tenant_order ON records (tenant_id, id);
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_meta", _META),
     ("0002_records", _RECORDS),
@@ -307,4 +351,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0013_forgotten", _FORGOTTEN),
     ("0014_one_active_version", _ONE_ACTIVE),
     ("0015_audit_subjects", _AUDIT_SUBJECTS),
+    ("0016_tombstones", _TOMBSTONES),
+    ("0017_cache_generations", _CACHE_GENERATIONS),
+    ("0018_sweeps", _SWEEPS),
 )
