@@ -26,6 +26,9 @@ from engram.errors import (
     PartialWrite,
 )
 from engram.lifecycle import forget as forgetting
+from engram.lifecycle import sweep as sweeping
+from engram.lifecycle.caches import CacheGuard
+from engram.lifecycle.sweep import Consolidator, SweepReport, no_consolidation
 from engram.lifecycle.transfer import ImportReport, export_rows, import_rows
 from engram.recall.budget import (
     ApproxTokenCounter,
@@ -42,7 +45,7 @@ from engram.scope import GLOBAL, Context, Scope, resolve
 from engram.store.audit import AuditReport
 from engram.store.contract import Listing
 from engram.store.open import Backend, open_store
-from engram.store.predicate import Visibility
+from engram.store.predicate import NO_USER, Subject, Visibility
 from engram.store.sqlite import SQLiteStore
 from engram.types import (
     Authority,
@@ -56,7 +59,6 @@ from engram.types import (
     parse_enum,
 )
 from engram.working import ScopedWorking, WorkingMemory, WorkingStore, open_working, scope_for
-from engram.working import erasure as working_erasure
 from engram.working.recall import live_records
 from engram.working.sqlite import SQLiteWorking
 from engram.write import corrections
@@ -92,6 +94,10 @@ class Engram:
         self._minimums: dict[tuple[str, tuple[str, ...]], tuple[TokenCounter, int]] = {}
         rc = self.config.recall
         self._usage = UsageRecorder(store, rc.usage_flush_seconds, rc.trace_retention)
+        self._caches = CacheGuard(store, self._drop_copies)
+        # What ``sweep`` runs before it drops a user's episodes. A no-op until
+        # ``consolidate`` is wired in (``self.consolidator = self.consolidate``).
+        self.consolidator: Consolidator = no_consolidation
 
     @classmethod
     def open(
@@ -146,6 +152,13 @@ class Engram:
 
     # -- helpers ---------------------------------------------------------------
 
+    def _drop_copies(self, tenant_id: str, generation: int) -> None:
+        """Let go of what this process holds of a tenant after a deletion here or in
+        another process (``lifecycle.caches``)."""
+        self.store.forget_partition(Subject(tenant_id, NO_USER))
+        forgetting.drop_text_caches()
+        self._usage.forget_before(tenant_id, generation)
+
     def _now(self, now: datetime | None) -> datetime:
         return self.clock.now() if now is None else require_aware(now, "now")
 
@@ -191,9 +204,16 @@ class Engram:
         with no lock held, then each chunk decides and commits in one transaction,
         so the write lock is held briefly however large the batch. A batch of at
         most one chunk lands whole or not at all; when a later chunk fails,
-        ``PartialWrite`` carries the results of the chunks that committed.
+        ``PartialWrite`` carries the results of the chunks that committed. An item
+        with explicit authority lifts the tombstone of content forgotten before.
         """
+        return self._write(ctx, items, now, stated=True)
+
+    def _write(self, ctx: Context, items: Iterable[Mapping[str, Any]], now: datetime | None,
+               stated: bool) -> builtins.list[WriteResult]:  # fmt: skip
+        """``remember_many``; ``stated`` False for proposals (``Owner.stated``)."""
         scope = resolve(ctx)
+        self._caches.check(scope.tenant_id)  # the embedder caches texts: stale ones go first
         when = self._now(now)
         staged = stage(self.config, scope, items, when)
         size = self.config.write.batch_items
@@ -201,7 +221,7 @@ class Engram:
         for start in range(0, len(staged), size):
             try:
                 results += write_chunk(self.store, self._writer, scope,
-                                       staged[start : start + size], when)  # fmt: skip
+                                       staged[start : start + size], when, stated)  # fmt: skip
             except EngramError as exc:
                 if not results:
                     raise
@@ -218,13 +238,14 @@ class Engram:
         """Turn conversation turns into memories: a proposer suggests, the write path decides.
 
         The default proposer is the deterministic ``RuleProposer``; an
-        ``LLMProposer`` may be passed, and its proposals meet the same policy.
+        ``LLMProposer`` may be passed, and its proposals meet the same policy. A
+        proposal of forgotten or erased content is REJECTed ``tombstoned``.
         """
         resolve(ctx)
         check_turns(turns)
         proposals = (proposer or RuleProposer()).propose(list(turns))
         items = [proposal_item(p) for p in proposals]
-        return self.remember_many(ctx, items, now=now) if items else []
+        return self._write(ctx, items, now, stated=False) if items else []
 
     def remember_global(self, tenant_id: str, content: str, *, now: datetime | None = None,
                         **fields: Any) -> WriteResult:  # fmt: skip
@@ -240,7 +261,7 @@ class Engram:
         if Source.coerce(fields.get("source")).kind == SourceKind.CONVERSATION:
             fields.setdefault("authority", Authority.EXPLICIT_ADMIN)
         proposal = build_proposal(self.config, content, scope=GLOBAL, **fields)
-        owner = Owner(scope.tenant_id, None, None, GLOBAL, "admin")
+        owner = Owner(scope.tenant_id, None, None, GLOBAL, "admin", stated=True)
         when = self._now(now)
         unit = expand(proposal, GLOBAL, self.config.write, when)
         return self._writer.write(owner, [unit], when)[0]
@@ -273,19 +294,33 @@ class Engram:
         return corrections.expire(self.store, vis, record.id, actor(scope), self._now(now))
 
     def forget(self, ctx: Context, memory_id: str) -> forgetting.ForgetReceipt:
-        """Hard-delete a memory, all its versions and copies derived from them."""
+        """Hard-delete a memory, all its versions and copies derived from them; its
+        content is tombstoned, and every process drops its cached copies
+        (``docs/erasure.md``). The receipt says what the verification pass checked."""
         scope, vis = self._visible(ctx)
         record = self._own_record(vis, memory_id)
         return forgetting.forget(self.store, vis, record, actor(scope), self._now(None),
-                                 self._usage)  # fmt: skip
+                                 self._usage, self.working_store,
+                                 self._caches.invalidate)  # fmt: skip
 
     def erase_subject(self, tenant_id: str, user_id: str) -> forgetting.ErasureReceipt:
-        """Administrative erasure of one user's every record, vector, trace and derived copy."""
+        """Administrative erasure of one user's every record, vector, trace, working
+        item and derived copy, verified store by store (``docs/erasure.md``)."""
         scope = resolve(Context(tenant_id=tenant_id, user_id=user_id))
-        return working_erasure.erase_subject(
-            self.working_store, scope.tenant_id, scope.user_id,
-            lambda: forgetting.erase_subject(self.store, scope.tenant_id, scope.user_id,
-                                             self._now(None), self._usage))  # fmt: skip
+        return forgetting.erase_subject(self.store, scope.tenant_id, scope.user_id,
+                                        self._now(None), self._usage, self.working_store,
+                                        self._caches.invalidate)  # fmt: skip
+
+    def sweep(self, tenant_id: str | None = None, now: datetime | None = None) -> SweepReport:
+        """Administrative forgetting: hard-delete what retention ended and what decay
+        pruned (``config.sweep``), in one tenant or every tenant, in short batches;
+        episodes are consolidated first (``self.consolidator``). See
+        ``lifecycle.sweep`` and ``docs/lifecycle.md``."""
+        tenant = None if tenant_id is None else resolve(
+            Context(tenant_id=tenant_id, user_id="admin")).tenant_id  # fmt: skip
+        return sweeping.sweep(self.store, self.config.sweep, self._now(now), tenant,
+                              self.consolidator, self._usage,
+                              self._caches.invalidate)  # fmt: skip
 
     def working(self, ctx: Context, kind: str | None = None) -> WorkingMemory:
         """Working memory of the caller's task (``kind="task"``) or session
@@ -319,11 +354,12 @@ class Engram:
                           None if as_of is None else require_aware(as_of, "as_of"),
                           lambda n: live_records(self.working_store, scope, self.config, when,
                                                  n))  # fmt: skip
+        generation = self._caches.check(scope.tenant_id)  # a deletion elsewhere drops copies
         epoch = self._usage.epoch  # usage of a recall an erasure overtakes is dropped
         result = run_pipeline(request, self.store, self.embedder, self.config, self.token_counter)
         vis = Visibility.of(scope)
         self._usage.record(vis, result.ids, when, result.trace.trace_id,
-                           result.trace.to_dict(), epoch)  # fmt: skip
+                           result.trace.to_dict(), epoch, generation)  # fmt: skip
         return result
 
     def _minimum_tokens(self, layout: str, scope: Scope | None = None) -> int:
@@ -346,6 +382,7 @@ class Engram:
         recall saw); ``NotFound`` otherwise."""
         _, vis = self._visible(ctx)
         trace_id = limits.identifier(trace_id, "trace_id")
+        self._caches.check(vis.tenant_id)
         body = self._usage.pending_trace(vis, trace_id) or self.store.get_trace(vis, trace_id)
         if body is None:
             raise NotFound(f"no trace {trace_id!r} for this context")
