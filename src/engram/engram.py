@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from engram import limits
+from engram import arguments, limits
 from engram.clock import Clock, SystemClock, require_aware
 from engram.config import Budget, Config
 from engram.embed import Embedder, create_embedder
@@ -30,16 +30,10 @@ from engram.lifecycle import sweep as sweeping
 from engram.lifecycle.caches import CacheGuard
 from engram.lifecycle.sweep import Consolidator, SweepReport, no_consolidation
 from engram.lifecycle.transfer import ImportReport, export_rows, import_rows
-from engram.recall.budget import (
-    ApproxTokenCounter,
-    TokenCounter,
-    minimum_tokens,
-    validate_budget,
-)
+from engram.recall.budget import ApproxTokenCounter, Minimums, TokenCounter, validate_budget
 from engram.recall.model import RecallResult
 from engram.recall.pipeline import Request
 from engram.recall.pipeline import run as run_pipeline
-from engram.recall.render import render
 from engram.recall.usage import UsageRecorder
 from engram.scope import GLOBAL, Context, Scope, resolve
 from engram.store.audit import AuditReport
@@ -56,7 +50,6 @@ from engram.types import (
     Turn,
     WriteResult,
     as_seen,
-    parse_enum,
 )
 from engram.working import ScopedWorking, WorkingMemory, WorkingStore, open_working, scope_for
 from engram.working.recall import live_records
@@ -72,7 +65,6 @@ from engram.write.propose import Proposer, RuleProposer
 
 __all__ = ["Engram"]
 
-_STATUS_ALL = tuple(status.value for status in Status)
 _MAX_URL = 4096
 _MAX_INTENT = 64
 
@@ -91,7 +83,7 @@ class Engram:
         self.clock: Clock = clock or SystemClock()
         self._writer = WritePath(store, embedder, self.config)
         self.token_counter: TokenCounter = ApproxTokenCounter()
-        self._minimums: dict[tuple[str, tuple[str, ...]], tuple[TokenCounter, int]] = {}
+        self._minimums = Minimums(self.config.types)
         rc = self.config.recall
         self._usage = UsageRecorder(store, rc.usage_flush_seconds, rc.trace_retention)
         self._caches = CacheGuard(store, self._drop_copies)
@@ -366,15 +358,7 @@ class Engram:
         """Tokens of the smallest block in ``layout`` under this instance's counter that
         shows any item ``scope`` may be shown (any type, any of its scopes), cut short."""
         scopes = scope.visible_scopes if scope is not None else ("user", GLOBAL)
-        counter, key = self.token_counter, (layout, scopes)
-        known = self._minimums.get(key)
-        if known is None or known[0] is not counter:  # the counter may be replaced
-            if len(self._minimums) > 1024:
-                self._minimums.clear()
-            known = self._minimums[key] = (counter, minimum_tokens(
-                lambda c: render(c, self.config.types, layout=layout), counter,
-                self.config.types, scopes))  # fmt: skip
-        return known[1]
+        return self._minimums.of(layout, scopes, self.token_counter)
 
     def trace(self, ctx: Context, trace_id: str) -> dict[str, Any]:
         """A recall trace by id, readable only under the visibility it was recorded
@@ -407,18 +391,8 @@ class Engram:
     ) -> builtins.list[Record]:  # fmt: skip
         """Visible memories, newest first; ``status=None`` lists every status."""
         _, vis = self._visible(ctx)
-        if type is not None:
-            if not isinstance(type, str):
-                raise InvalidArgument(f"type must be a string, got {builtins.type(type).__name__}")
-            self.config.policy(type)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
-            raise InvalidArgument("limit must be an integer between 1 and 10000")
-        if isinstance(offset, bool) or not isinstance(offset, int):
-            raise InvalidArgument("offset must be a non-negative integer")
-        if not 0 <= offset <= limits.MAX_OFFSET:
-            raise InvalidArgument(f"offset must be between 0 and {limits.MAX_OFFSET}")
         now = self.clock.now()
-        page = Listing(_statuses(status), type, limit, offset, now)
+        page = arguments.listing(self.config, type, status, limit, offset, now)
         rows = self.store.listing(vis, page)
         return [as_seen(r, now) for r in rows]
 
@@ -455,12 +429,3 @@ class Engram:
         (the only write that embeds under the lock; run it when the store is idle)."""
         return rebuild(self.store, self.embedder)
 
-
-def _statuses(status: str | Status | Sequence[str | Status] | None) -> tuple[str, ...]:
-    if status is None:
-        return _STATUS_ALL
-    if isinstance(status, str):
-        return (parse_enum(Status, status, "status").value,)
-    if not isinstance(status, Sequence):
-        raise InvalidArgument("status must be a status, a list of statuses, or None")
-    return tuple(parse_enum(Status, s, "status").value for s in status)
