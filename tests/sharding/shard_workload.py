@@ -193,7 +193,7 @@ def _lifecycle(store: Any, tenant: str, ids: list[str]) -> None:
     store.apply([contract.AddTombstones(owner, "u1", hashes, T0),
                  contract.AnonymiseTombstones(subject)])  # fmt: skip
     assert store.tombstone_rows(owner, ["u1"]) == 0
-    assert store.due(owner, T0 + timedelta(days=400), "", 10)  # past the touch renewal
+    assert store.due(owner, T0 + timedelta(days=400), None, 10)  # past the touch renewal
     rule = contract.PruneRule(T0 + timedelta(days=1), 0.9, ("explicit_admin",), ACTIVE)
     assert store.prunable(owner, rule, "", 10)
     assert store.mark_swept(owner, T0) is None

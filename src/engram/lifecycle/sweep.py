@@ -165,7 +165,7 @@ def _tenant(run: _Run, tenant: Tenant) -> None:
         return (record.expires_at is not None and record.expires_at <= now
                 and record.superseded_by is None)  # fmt: skip
 
-    _pass(run, tenant, EXPIRED, lambda after: store.due(tenant, now, after, config.batch_size), due)
+    _pass(run, tenant, EXPIRED, lambda last: store.due(tenant, now, last, config.batch_size), due)
     if config.prune:
         rule = PruneRule(now - timedelta(days=config.min_age_days), config.protect_importance,
                          decay.EXPLICIT, decay.PRUNED_STATUSES)  # fmt: skip
@@ -173,8 +173,8 @@ def _tenant(run: _Run, tenant: Tenant) -> None:
         def decayed(record: Record) -> bool:
             return decay.prunable(record, now, config)
 
-        def candidates(after: str) -> list[Record]:
-            return store.prunable(tenant, rule, after, config.batch_size)
+        def candidates(last: Record | None) -> list[Record]:
+            return store.prunable(tenant, rule, last.id if last else "", config.batch_size)
 
         _pass(run, tenant, DECAYED, candidates, decayed)
     expired, pruned = run.counts[EXPIRED] - before[0], run.counts[DECAYED] - before[1]
@@ -184,15 +184,16 @@ def _tenant(run: _Run, tenant: Tenant) -> None:
     run.audit_ids += store.apply([Audit(entry)]).audit_ids
 
 
-def _pass(run: _Run, tenant: Tenant, reason: str, page: Callable[[str], list[Record]],
-          qualifies: Qualifies) -> None:  # fmt: skip
-    """Page through candidates by id; consolidate, then delete each page's due ones."""
-    after = ""
+def _pass(run: _Run, tenant: Tenant, reason: str,
+          page: Callable[[Record | None], list[Record]], qualifies: Qualifies) -> None:  # fmt: skip
+    """Page through candidates (each page after the last record of the one before);
+    consolidate, then delete each page's due ones."""
+    last: Record | None = None
     while True:
-        found = page(after)
+        found = page(last)
         if not found:
             return
-        after = found[-1].id
+        last = found[-1]
         wanted = [r for r in found if qualifies(r) and passages.head_id(r) is None]
         wanted = _consolidated(run, tenant.tenant_id, wanted)
         if wanted:

@@ -376,7 +376,8 @@ class Maintenance(Protocol):
 
     # the sweep: what is due, what may decay, how far each tenant was swept
     def tenants(self) -> list[str]: ...
-    def due(self, tenant: Tenant, at: datetime, after: str, limit: int) -> list[Record]: ...
+    def due(self, tenant: Tenant, at: datetime, after: Record | None,
+            limit: int) -> list[Record]: ...  # fmt: skip
     def prunable(self, tenant: Tenant, rule: PruneRule, after: str,
                  limit: int) -> list[Record]: ...  # fmt: skip
     def mark_swept(self, tenant: Tenant, at: datetime) -> datetime | None: ...

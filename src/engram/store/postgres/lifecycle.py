@@ -25,7 +25,7 @@ from engram.store.postgres import lifecycle_sql as life
 from engram.store.postgres.admin import Admin
 from engram.store.postgres.session import Conn, on
 from engram.store.predicate import Owners, Tenant
-from engram.store.rows import from_micros, record_from_values, to_micros
+from engram.store.rows import due_cursor, from_micros, record_from_values, to_micros
 from engram.types import Record
 
 __all__ = ["Lifecycle"]
@@ -75,10 +75,12 @@ class Lifecycle(Admin):
         """Every tenant that has a record (the sweep of all tenants)."""
         return [str(row[0]) for row in self.rows((life.TENANTS, {}), "listing tenants")]
 
-    def due(self, tenant: Tenant, at: datetime, after: str, limit: int) -> list[Record]:
-        """Chain heads past their retention at ``at``, by id after ``after``."""
+    def due(self, tenant: Tenant, at: datetime, after: Record | None, limit: int) -> list[Record]:
+        """Chain heads past their retention at ``at``, in (expires_at, id) order after
+        the record ``after`` (None: from the first)."""
         self.writing(tenant.tenant_id)
-        found = self.rows(life.due(tenant, to_micros(at), after, limit), "finding due records")
+        query = life.due(tenant, to_micros(at) or 0, due_cursor(after), limit)
+        found = self.rows(query, "finding due records")
         return [record_from_values(row) for row in found]
 
     def prunable(self, tenant: Tenant, rule: PruneRule, after: str, limit: int) -> list[Record]:

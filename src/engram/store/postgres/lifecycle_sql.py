@@ -114,14 +114,16 @@ def records_of(tenant: Tenant, ids: Sequence[str]) -> Query:
     return f"{SELECT} WHERE r.id = ANY(%(ids)s::text[]) AND {cond}", {**params, "ids": list(ids)}
 
 
-def due(tenant: Tenant, at: int | None, after: str, limit: int) -> Query:
-    """Chain heads of the tenant past their retention at ``at``, by id after ``after``."""
+def due(tenant: Tenant, at: int, after: tuple[int, str], limit: int) -> Query:
+    """Chain heads of the tenant past their retention at ``at``, in (expires_at, id)
+    order after ``after`` (an index range, ``records_due``)."""
     cond, params = tenant.sql("r", POSTGRES)
     sql = (
         f"{SELECT} WHERE {cond} AND r.expires_at IS NOT NULL AND r.expires_at <= %(at)s"
-        " AND r.superseded_by IS NULL AND r.id > %(after)s ORDER BY r.id LIMIT %(n)s"
+        " AND (r.expires_at, r.id) > (%(after_at)s, %(after_id)s)"
+        " AND r.superseded_by IS NULL ORDER BY r.expires_at, r.id LIMIT %(n)s"
     )
-    return sql, {**params, "at": at, "after": after, "n": limit}
+    return sql, {**params, "at": at, "after_at": after[0], "after_id": after[1], "n": limit}
 
 
 def prunable(tenant: Tenant, rule: PruneRule, after: str, limit: int) -> Query:

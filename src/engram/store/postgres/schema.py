@@ -187,6 +187,7 @@ CREATE TABLE sweeps (
     swept_to bigint NOT NULL,
     runs bigint NOT NULL DEFAULT 0
 );
+CREATE INDEX records_due ON records (tenant_id, expires_at, id) WHERE expires_at IS NOT NULL;
 """
 
 

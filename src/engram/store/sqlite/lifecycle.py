@@ -15,7 +15,7 @@ from datetime import datetime
 from engram.store import tombstones
 from engram.store.contract import PruneRule
 from engram.store.predicate import Owners, Tenant
-from engram.store.rows import from_micros, to_micros
+from engram.store.rows import due_cursor, from_micros, to_micros
 from engram.store.sqlite import statements_lifecycle as life
 from engram.store.sqlite.maintenance import Admin
 from engram.types import Record
@@ -62,9 +62,10 @@ class Lifecycle(Admin):
         """Every tenant that has a record (the sweep of all tenants)."""
         return [str(row[0]) for row in self._rows((life.TENANTS, {}), plain=True)]
 
-    def due(self, tenant: Tenant, at: datetime, after: str, limit: int) -> list[Record]:
-        """Chain heads past their retention at ``at``, by id after ``after``."""
-        return self._records(life.due(tenant, to_micros(at), after, limit))
+    def due(self, tenant: Tenant, at: datetime, after: Record | None, limit: int) -> list[Record]:
+        """Chain heads past their retention at ``at``, in (expires_at, id) order after
+        the record ``after`` (None: from the first)."""
+        return self._records(life.due(tenant, to_micros(at) or 0, due_cursor(after), limit))
 
     def prunable(self, tenant: Tenant, rule: PruneRule, after: str, limit: int) -> list[Record]:
         """Chain heads decay pruning may consider (``PruneRule``), by id after ``after``."""

@@ -331,7 +331,7 @@ CREATE TABLE sweeps (
     swept_to INTEGER NOT NULL,
     runs INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
-CREATE INDEX records_due ON records (tenant_id, expires_at) WHERE expires_at IS NOT NULL;
+CREATE INDEX records_due ON records (tenant_id, expires_at, id) WHERE expires_at IS NOT NULL;
 CREATE INDEX records_tenant_order ON records (tenant_id, id);
 """
 

@@ -120,15 +120,18 @@ def records_of(tenant: Tenant, ids: Sequence[str]) -> Query:
     return sql, {**params, "ids": _json(ids)}
 
 
-def due(tenant: Tenant, at: object, after: str, limit: int) -> Query:
-    """Chain heads of the tenant past their retention at ``at``, by id after ``after``."""
+def due(tenant: Tenant, at: int, after: tuple[int, str], limit: int) -> Query:
+    """Chain heads of the tenant past their retention at ``at``, in (expires_at, id)
+    order after ``after`` (an index range: a page costs its own rows, not the
+    tenant's every due row)."""
     cond, params = tenant.sql()
     sql = (
         f"SELECT {_COLS} FROM records r WHERE {cond} AND r.expires_at IS NOT NULL"
-        " AND r.expires_at <= :at AND r.superseded_by IS NULL AND r.id > :after"
-        " ORDER BY r.id LIMIT :n"
+        " AND r.expires_at <= :at AND r.expires_at >= :after_at"
+        " AND (r.expires_at > :after_at OR r.id > :after_id) AND r.superseded_by IS NULL"
+        " ORDER BY r.expires_at, r.id LIMIT :n"
     )
-    return sql, {**params, "at": at, "after": after, "n": limit}
+    return sql, {**params, "at": at, "after_at": after[0], "after_id": after[1], "n": limit}
 
 
 def prunable(tenant: Tenant, rule: PruneRule, after: str, limit: int) -> Query:
