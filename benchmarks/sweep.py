@@ -4,13 +4,14 @@ For each backend (a SQLite file; PostgreSQL, embedded, with Redis working memory
 when both are available), with the hashing embedder:
 
 1. load ``--size`` memories, half of them due at the sweep's time;
-2. baseline: a probe writer (its own ``Engram`` instance) writes one memory every
-   20 ms for 2 s while nothing else runs;
+2. baseline: a probe writer (its own ``Engram`` instance in a process of its own)
+   writes one memory every 20 ms for 2 s while nothing else runs;
 3. ``sweep`` with the probe writing meanwhile, once per ``--batch`` size (each on a
    fresh load): the sweep's time and deletions per second, and the probe's write
    times next to the baseline's (the sweep holds the write lock one batch at a time);
 4. recall with the cross-process cache check (one primary-key read of the tenant's
-   generation) against the same recalls with the check stubbed out, interleaved.
+   generation) against the same recalls with the check stubbed out, interleaved;
+   ``remember`` with that check and the tombstone lookup against both stubbed out.
 
     PYTHONPATH=src .venv/bin/python benchmarks/sweep.py [--size 10000] [--pg-size 2000]
 
@@ -20,13 +21,14 @@ Writes ``benchmarks/results/sweep.json``.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -57,26 +59,33 @@ def _load(mem: Engram, size: int) -> None:
         mem.remember_many(context("u1"), items[start : start + 2000], now=T0)
 
 
-def _probe(url: str, stop: threading.Event, times: list[float]) -> None:
+def _probe(url: str, pipe: Connection) -> None:
+    """The probe process: a write every 20 ms until told to stop; sends its times."""
+    times: list[float] = []
     with _open(url) as probe:
+        pipe.send("ready")
         n = 0
-        while not stop.is_set():
+        while not pipe.poll(0.02):
             tick = time.perf_counter()
             probe.remember(context("probe"), f"Probe write {n} while the sweep runs.")
             times.append((time.perf_counter() - tick) * 1000)
             n += 1
-            stop.wait(0.02)
+    pipe.send(times)
 
 
 def _probed(url: str, seconds: float | None, work: Any = None) -> tuple[list[float], Any]:
-    """Probe writes during ``work()`` (or for ``seconds``); their times and work's result."""
-    stop, times = threading.Event(), list[float]()
-    thread = threading.Thread(target=_probe, args=(url, stop, times))
-    thread.start()
+    """Probe writes (from another process: no shared interpreter lock) during ``work()``
+    (or for ``seconds``); their times and work's result."""
+    context_ = multiprocessing.get_context("spawn")
+    ours, theirs = context_.Pipe()
+    child = context_.Process(target=_probe, args=(url, theirs))
+    child.start()
+    assert ours.recv() == "ready"
     time.sleep(0.3)
     result = work() if work is not None else time.sleep(seconds or 0)
-    stop.set()
-    thread.join()
+    ours.send("stop")
+    times: list[float] = ours.recv()
+    child.join()
     return times, result
 
 
@@ -125,6 +134,28 @@ def _recall_check(url: str, queries: int) -> dict[str, Any]:
             "generation_read": summarize(reads)}  # fmt: skip
 
 
+def _remember_check(url: str, writes: int) -> dict[str, Any]:
+    """``remember`` with its two new reads (the generation, the tenant's tombstone key)
+    against the same writes with both stubbed out, interleaved."""
+    from engram.write import tombstones
+
+    with _open(url) as mem:
+        real_check, real_buried = mem._caches.check, tombstones.buried
+        ctx = context("u1")
+        checked, stubbed = [], []
+        for i in range(writes):
+            for stub, out in ((False, checked), (True, stubbed)):
+                mem._caches.check = (lambda tenant_id: 0) if stub else real_check  # type: ignore[method-assign]
+                tombstones.buried = (lambda *a: set()) if stub else real_buried  # type: ignore[assignment]
+                tick = time.perf_counter()
+                mem.remember(ctx, f"Write {i} {stub}: the build farm has {i} racks.", now=NOW)
+                out.append((time.perf_counter() - tick) * 1000)
+        mem._caches.check, tombstones.buried = real_check, real_buried  # type: ignore[method-assign]
+    base, with_reads = summarize(stubbed), summarize(checked)
+    return {"remember_with_reads": with_reads, "remember_reads_stubbed": base,
+            "p50_ratio": ratio(with_reads["p50_ms"], base["p50_ms"])}  # fmt: skip
+
+
 def _backend(url_of: Any, size: int, batches: list[int], queries: int) -> dict[str, Any]:
     baseline, _ = _probed(url_of(), 2.0)
     runs = [_sweep_run(url_of(), size, batch) for batch in batches]
@@ -132,7 +163,8 @@ def _backend(url_of: Any, size: int, batches: list[int], queries: int) -> dict[s
         run["probe_p50_ratio"] = ratio(run["probe"]["p50_ms"], summarize(baseline)["p50_ms"])
     return {"size": size, "probe_baseline": summarize(baseline),
             "probe_baseline_max_ms": round(max(baseline), 1), "sweeps": runs,
-            "recall": _recall_check(url_of(), queries)}  # fmt: skip
+            "recall": _recall_check(url_of(), queries),
+            "remember": _remember_check(url_of(), queries)}  # fmt: skip
 
 
 def _postgres() -> Any:
@@ -200,6 +232,11 @@ def _print(out: dict[str, Any]) -> None:
             for b, r in zip(backends, recall, strict=True)]  # fmt: skip
     header = ["backend", "p50 stubbed ms", "p50 with check ms", "ratio", "generation read ms"]
     print_table("recall: the cache generation check", header, rows)
+    rows = [[b, out[b]["remember"]["remember_reads_stubbed"]["p50_ms"],
+             out[b]["remember"]["remember_with_reads"]["p50_ms"], out[b]["remember"]["p50_ratio"]]
+            for b in backends]  # fmt: skip
+    header = ["backend", "p50 stubbed ms", "p50 with reads ms", "ratio"]
+    print_table("remember: the generation and tombstone reads", header, rows)
 
 
 if __name__ == "__main__":

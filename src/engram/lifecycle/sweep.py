@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from engram import passage_refs
 from engram.lifecycle import decay
 from engram.lifecycle.sweep_config import SweepConfig
 from engram.recall.usage import UsageRecorder
@@ -258,10 +259,17 @@ def _groups(store: Backend, tenant: Tenant, heads: Sequence[Record]) -> dict[str
             if record.supersedes and record.supersedes not in groups[head_id]:
                 nxt[record.supersedes] = head_id
         frontier = nxt
-    members = store.records_of(tenant, store.derived_ids(tenant, list(groups)))
-    for head in heads:
-        groups[head.id] += [m.id for m in members if passages.is_head_of(head, m)]
+    firsts = [head for head in heads if _first_passage(head)]
+    if firsts:  # only the first passage of long content has a group to take along
+        members = store.records_of(tenant, store.derived_ids(tenant, [h.id for h in firsts]))
+        for head in firsts:
+            groups[head.id] += [m.id for m in members if passages.is_head_of(head, m)]
     return groups
+
+
+def _first_passage(record: Record) -> bool:
+    place = passage_refs.parsed(record.source.ref)
+    return place is not None and place[1] == 1 and place[2] > 1
 
 
 def _audits(

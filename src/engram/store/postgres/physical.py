@@ -19,7 +19,8 @@ held the erased words; after ``VACUUM FULL`` neither did). So ``scrub``:
    and ``PostgresConfig.erasure_rewrite`` is ``on_residue``, or always with
    ``always``, then looks again. ``VACUUM FULL`` locks the table for the rewrite
    (readers and writers of every tenant wait): ``never`` leaves the residue
-   reported instead.
+   reported instead. A rewrite that cannot get a table's lock within 5 s (a
+   transaction left open elsewhere) gives up and fails ``rewrite``.
 
 Not checked, and not claimed: the WAL (every change is in it until its segment
 is recycled and overwritten), archived WAL, base backups and replicas (a replica
@@ -48,6 +49,7 @@ __all__ = ["REWRITE_MODES", "TABLES", "scrub"]
 TABLES = ("records", "traces", "forgotten")
 _SCANNED = ("records", "traces")
 REWRITE_MODES = ("never", "on_residue", "always")
+_LOCK_WAIT = "5000"  # milliseconds a rewrite waits for a table's lock
 _DEAD = (
     "SELECT coalesce(sum(n_dead_tup), 0) FROM pg_stat_user_tables"
     " WHERE relname = ANY(%(tables)s::text[])"
@@ -79,16 +81,18 @@ def scrub(conn: Conn, strings: Sequence[str], rewrite: str) -> Scrub:
     if not _vacuumed(conn):
         failed.append("dead tuples")
     if rewrite == "always":
-        _rewrite(conn)
         checked.append("rewrite")
+        if not _rewrite(conn):
+            failed.append("rewrite")
     datadir = _local_data_directory(conn)
     if datadir is None or not wanted.windows:
         return Scrub(tuple(checked), tuple(failed), wanted.strings, wanted.short)
     checked.append("relation file bytes")
     dirty = _residue(conn, datadir, wanted)
     if dirty and rewrite == "on_residue":
-        _rewrite(conn)
         checked.append("rewrite")
+        if not _rewrite(conn):
+            failed.append("rewrite")
         dirty = _residue(conn, datadir, wanted)
     if dirty:
         failed.append("relation file bytes")
@@ -108,9 +112,19 @@ def _vacuumed(conn: Conn, attempts: int = 5) -> bool:
     return False
 
 
-def _rewrite(conn: Conn) -> None:
-    for table in TABLES:
-        conn.execute(f"VACUUM FULL {table}")
+def _rewrite(conn: Conn) -> bool:
+    """``VACUUM FULL`` each table; False when one could not get its lock within
+    ``_LOCK_WAIT`` (a transaction left open elsewhere: never wait for it forever)."""
+    conn.execute("SELECT set_config('lock_timeout', %(t)s, false)", {"t": _LOCK_WAIT})
+    try:
+        for table in TABLES:
+            conn.execute(f"VACUUM FULL {table}")
+    except psycopg.errors.LockNotAvailable:
+        _reset(conn)
+        return False
+    finally:
+        conn.execute("SELECT set_config('lock_timeout', '0', false)")
+    return True
 
 
 def _local_data_directory(conn: Conn) -> Path | None:
