@@ -158,7 +158,8 @@ def _tenant(run: _Run, tenant: Tenant) -> None:
     """Both passes over one tenant, then one audit entry with its counts."""
     store, now, config = run.store, run.now, run.config
     previous = store.mark_swept(tenant, now)
-    if previous is not None and previous > now:
+    behind = previous is not None and previous > now
+    if behind:
         run.behind.append(tenant.tenant_id)
     before = (run.counts[EXPIRED], run.counts[DECAYED])
 
@@ -179,8 +180,7 @@ def _tenant(run: _Run, tenant: Tenant) -> None:
 
         _pass(run, tenant, DECAYED, candidates, decayed)
     expired, pruned = run.counts[EXPIRED] - before[0], run.counts[DECAYED] - before[1]
-    reason = f"expired {expired}, pruned {pruned}" + (", clock behind" if previous and
-                                                      previous > now else "")  # fmt: skip
+    reason = f"expired {expired}, pruned {pruned}" + (", clock behind" if behind else "")
     entry = AuditEntry(now, tenant.tenant_id, None, "sweep", "SWEEP", [], reason)
     run.audit_ids += store.apply([Audit(entry)]).audit_ids
 
