@@ -29,7 +29,9 @@ holds keyed digests of erased contents per owner (never the text; the key of
 each tenant is in ``tombstone_keys``), ``cache_generations`` counts each
 tenant's deletions so every process serving the file knows when its in-memory
 copies are stale, and ``sweeps`` remembers how far each tenant was swept (a
-sweep with an earlier clock is reported). Two indexes serve the sweep's scans.
+sweep with an earlier clock is reported). Two indexes serve the sweep's scans, and
+one the unlinking of contest partners every deletion does (it scanned the
+tenant's every record per batch without it).
 """
 
 from __future__ import annotations
@@ -333,6 +335,8 @@ CREATE TABLE sweeps (
 ) WITHOUT ROWID;
 CREATE INDEX records_due ON records (tenant_id, expires_at, id) WHERE expires_at IS NOT NULL;
 CREATE INDEX records_tenant_order ON records (tenant_id, id);
+CREATE INDEX records_contested ON records (tenant_id, contested_with)
+    WHERE contested_with IS NOT NULL;
 """
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (
