@@ -302,10 +302,15 @@ def _sql_strings(path: Path) -> Iterator[tuple[int, str]]:
 
 
 OWNERSHIP_SQL = re.compile(r"\b(?:tenant_id|user_id)\s*(?:=(?!=)|IN\b|<>|!=)")
-# DDL, not a query: the schema's own consistency check (on each backend).
+# DDL, not a query: the schema's own consistency check (on each backend), and the
+# SQLite trigger that deletes a record's outcome statistics and consolidation mark
+# with it (what PostgreSQL's ON DELETE CASCADE does).
 ALLOWED = {
     ("store/sqlite/schema.py", "user_id = '') = (scope = 'global')"),
     ("store/postgres/schema.py", "user_id = '') = (scope = 'global')"),
+    ("store/sqlite/schema.py", "tenant_id = old.tenant_id AND procedure_id = old.id;"),
+    ("store/sqlite/schema.py", "tenant_id = old.tenant_id AND user_id = old.user_id AND"),
+    ("store/sqlite/schema.py", "user_id = old.user_id AND episode_id = old.id;"),
 }
 
 

@@ -27,6 +27,7 @@ from engram.types import (
     Record,
     Retention,
     Sensitivity,
+    ShareGrant,
     Source,
     SourceKind,
     Status,
@@ -153,6 +154,45 @@ def _reads(store: Any, tenant: str, made: dict[str, Record]) -> None:
     store.apply([contract.Touch(vis, tuple(ids), T0 + timedelta(days=1))])
 
 
+def _sharing(store: Any, tenant: str) -> None:
+    """A grant, a share copy, the reads that find it, and the grant's removal."""
+    owner = Tenant(tenant)
+    store.apply([contract.PutGrants((ShareGrant(tenant, "coder", "reviewer", "fact", T0),))])
+    assert [g.type for g in store.grants(owner)] == ["fact"]
+    original = make_record(f"{tenant} deploys with make ship", tenant, agent_id="coder")
+    copy = make_record(f"{tenant} deploys with make ship", tenant, agent_id="reviewer",
+                       authority=Authority.SHARED,
+                       source=Source(SourceKind.SHARE, f"share:{original.id}:coder",
+                                     (original.id,)))  # fmt: skip
+    store.apply([contract.Insert(original, None), contract.Insert(copy, None)])
+    assert [r.id for r in store.copies(owner, contract.CopiesOf((original.id,)))] == [copy.id]
+    assert [r.id for r in store.copies(owner, contract.CopiesTo("reviewer", ("fact",)))] == [
+        copy.id
+    ]
+    store.apply([contract.DropGrants(owner, "coder", "reviewer", ("fact",))])
+    assert store.grants(owner) == []
+
+
+def _lifecycle(store: Any, tenant: str) -> None:
+    """Procedure outcomes, consolidation marks, subject scans and the lease."""
+    subject, vis = Subject(tenant, "u1"), visibility(tenant)
+    procedure = make_record(f"{tenant} deploy with blue-green", tenant, tier=Tier.PROCEDURAL,
+                            type="procedure")  # fmt: skip
+    episode = make_record(f"{tenant} deployed and it worked", tenant, tier=Tier.EPISODIC,
+                          type="episode")  # fmt: skip
+    store.apply([contract.Insert(procedure, None), contract.Insert(episode, None)])
+    store.apply([contract.Outcome(subject, procedure.id, True, 0.5, T0),
+                 contract.Consolidated(subject, (episode.id,), T0)])  # fmt: skip
+    assert store.outcomes(vis, [procedure.id])[procedure.id].successes == 1
+    assert store.subject_users(Tenant(tenant)) == ["u1"]
+    scan = contract.SubjectScan(("episode",), ACTIVE, T0 + timedelta(days=1), T0, 10,
+                                (T0 - timedelta(days=1), ""), unconsolidated=True)  # fmt: skip
+    assert store.subject_records(subject, scan) == []
+    later = T0 + timedelta(minutes=5)
+    assert store.take_lease(subject, "holder", T0, later).held
+    store.end_lease(subject, "holder", T0)
+
+
 def _maintenance(store: Any, tenant: str, made: dict[str, Record]) -> None:
     subject, owner = Subject(tenant, "u1"), Tenant(tenant)
     vis = visibility(tenant)
@@ -164,23 +204,23 @@ def _maintenance(store: Any, tenant: str, made: dict[str, Record]) -> None:
     ids = store.subject_ids(subject)
     assert made["derived"].id in store.derived_ids(owner, ids)
     assert made["second"].id in store.successors(owner, [made["first"].id])
-    _lifecycle(store, tenant, ids)
+    _erasure_reads(store, tenant, ids)
     strings = store.erasure_strings(owner, ids)
     store.delete_traces_naming(owner, ids)
     store.delete_traces(subject)
     store.apply([contract.UnlinkContests(owner, tuple(ids), T0 + timedelta(days=2)),
                  contract.Delete(owner, tuple(ids))])  # fmt: skip
     assert not any(store.residue(owner, ids).values())
+    store.forget_counters(subject)  # as erase_subject: the run row goes with the counters
     assert store.subject_residue(subject) == 0
     store.forget_audit_subject(subject)
-    store.forget_counters(subject)
     assert store.counter_rows(subject) == 0
     store.forget_partition(subject)
     assert not store.holds_cached(tenant)
     store.scrub(strings)
 
 
-def _lifecycle(store: Any, tenant: str, ids: list[str]) -> None:
+def _erasure_reads(store: Any, tenant: str, ids: list[str]) -> None:
     """Tombstones, generations and the sweep's reads, for one tenant."""
     subject, owner = Subject(tenant, "u1"), Tenant(tenant)
     records = store.records_of(owner, ids)
@@ -221,6 +261,8 @@ def run(store: Any, tenants: tuple[str, str]) -> None:
     made = {tenant: _writes(store, tenant) for tenant in tenants}
     for tenant in tenants:
         _reads(store, tenant, made[tenant])
+        _sharing(store, tenant)
+        _lifecycle(store, tenant)
     _global(store)
     _maintenance(store, tenants[1], made[tenants[1]])
     store.close()

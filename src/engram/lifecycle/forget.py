@@ -8,7 +8,11 @@ recall traces and touches naming an erased id are dropped before the
 transaction, and no flush writes while it runs (``UsageRecorder.quiesced``);
 stored traces naming one go inside it, and so do the contest links of surviving
 records that name one (the partner of a forgotten contested or disputed version
-is no longer contested by it).
+is no longer contested by it), and so do the consolidation marks of the episodes a
+derived summary being deleted was made from (the surviving episodes of its group
+are summarised again by the next run). ``delete_ids`` and ``finish`` are those two
+steps, shared with ``lifecycle.grants.revoke`` (a revoked share's copies are erased
+as a forget erases them, without tombstones: a copy is not the user's statement).
 
 Derived copies are deleted, never rebuilt: a summary made from a forgotten
 episode, a copy shared to another agent (``source.derived_from``), a later
@@ -37,12 +41,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
 
 from engram import embed
+from engram.config import ConsolidationConfig
 from engram.lifecycle.receipts import ErasureReceipt, ForgetReceipt
-from engram.lifecycle.verify import Erased, verify
+from engram.lifecycle.verify import Erased, Outcome, verify
 from engram.recall.rerank import forget_cached_texts
 from engram.recall.usage import UsageRecorder
 from engram.store.audit import AuditEntry
@@ -52,6 +58,7 @@ from engram.store.contract import (
     Audit,
     Change,
     Delete,
+    Reconsolidate,
     UnlinkContests,
 )
 from engram.store.open import Backend
@@ -61,14 +68,17 @@ from engram.working.base import WorkingStore
 from engram.write import passages
 
 __all__ = [
-    "ErasureReceipt", "ForgetReceipt", "Invalidate", "drop_text_caches", "erase_subject",
-    "forget", "versions",
+    "Erasing", "ErasureReceipt", "ForgetReceipt", "Invalidate", "delete_ids",
+    "derived_closure", "drop_text_caches", "erase_subject", "finish", "forget", "quiesced",
+    "versions",
 ]  # fmt: skip
 
 Invalidate = Callable[[str], None]  # after a deletion commits: drop this process's copies
 
+_SUMMARY = ConsolidationConfig().summary_type
 
-def _derived_closure(store: Backend, tenant: Tenant, ids: list[str]) -> list[str]:
+
+def derived_closure(store: Backend, tenant: Tenant, ids: list[str]) -> list[str]:
     """Records derived from ``ids``, transitively (summaries of summaries)."""
     found: list[str] = []
     frontier = ids
@@ -93,7 +103,8 @@ def versions(store: Backend, vis: Visibility, record: Record) -> list[str]:
 
 
 @contextmanager
-def _quiet(usage: UsageRecorder | None) -> Iterator[None]:
+def quiesced(usage: UsageRecorder | None) -> Iterator[None]:
+    """No usage flush writes while this runs (when there is a recorder)."""
     with usage.quiesced() if usage is not None else nullcontext():
         yield
 
@@ -120,12 +131,17 @@ def _tombstones(
             for owner, hashes in buried.items()]  # fmt: skip
 
 
-def _invalidate(store: Backend, tenant_id: str, invalidate: Invalidate | None) -> None:
-    """Drop this process's copies of the tenant (through the cache guard when given)."""
+def _invalidate(
+    store: Backend, tenant_id: str, invalidate: Invalidate | None, subjects: Sequence[Subject]
+) -> None:
+    """Drop this process's copies of the tenant: through the cache guard when given,
+    else the partitions of ``subjects`` (the tenant-wide one when none) and the text
+    caches."""
     if invalidate is not None:
         invalidate(tenant_id)
         return
-    store.forget_partition(Subject(tenant_id, NO_USER))
+    for subject in subjects or [Subject(tenant_id, NO_USER)]:
+        store.forget_partition(subject)
     drop_text_caches()
 
 
@@ -136,37 +152,82 @@ def drop_text_caches() -> None:
     embed.forget_cached_texts()
 
 
+@dataclass(slots=True)
+class Erasing:
+    """The records one deletion removed and what to check for afterwards: their
+    texts, the contents tombstoned by owner, the traces dropped, the audit ids."""
+
+    tenant: Tenant
+    ids: list[str]
+    strings: list[str]
+    traces: int
+    buried: dict[str, list[str]] = field(default_factory=dict)
+    audit_ids: tuple[str, ...] = ()
+
+
+def delete_ids(
+    store: Backend, tenant: Tenant, ids: list[str], derived: list[str],
+    usage: UsageRecorder | None, changes: Sequence[Change], summary_type: str, now: datetime,
+    *, bury: bool = False,
+) -> Erasing:  # fmt: skip
+    """Inside the caller's transaction (under ``quiesced(usage)``): delete ``ids`` with
+    the traces naming them, their contest links and, for the ``derived`` summaries
+    among them, their episodes' consolidation marks; tombstone their contents when
+    ``bury``; apply ``changes`` (the audit entries) with them. ``Delete`` bumps the
+    tenant's cache generation. ``finish`` does the rest after the commit."""
+    buried = _buried(store.records_of(tenant, ids)) if bury else {}
+    strings = store.erasure_strings(tenant, ids)
+    traces = _purge(usage, ids, None) + store.delete_traces_naming(tenant, ids)
+    applied = store.apply([UnlinkContests(tenant, tuple(ids), now),
+                           Reconsolidate(tenant, tuple(derived), summary_type),
+                           Delete(tenant, tuple(ids)), *_tombstones(tenant, buried, now),
+                           *changes])  # fmt: skip
+    return Erasing(tenant, ids, strings, traces, buried, tuple(applied.audit_ids))
+
+
+def finish(
+    store: Backend, erasing: Erasing, usage: UsageRecorder | None, subjects: Sequence[Subject],
+    invalidate: Invalidate | None = None, working: WorkingStore | None = None,
+) -> Outcome:  # fmt: skip
+    """After the commit of ``delete_ids``, still under the same ``quiesced(usage)``: drop
+    the traces queued meanwhile (``erasing.traces`` counts them), this process's
+    copies (``invalidate``, else the partitions of ``subjects`` and the text caches),
+    then verify (``lifecycle.verify``)."""
+    erasing.traces += _purge(usage, erasing.ids, None)
+    _invalidate(store, erasing.tenant.tenant_id, invalidate, subjects)
+    erased = Erased(erasing.tenant, erasing.ids, erasing.strings, erasing.buried)
+    return verify(store, erased, usage, working)
+
+
 def forget(
     store: Backend, vis: Visibility, record: Record, actor: str, now: datetime,
     usage: UsageRecorder | None = None, working: WorkingStore | None = None,
-    invalidate: Invalidate | None = None,
+    invalidate: Invalidate | None = None, summary_type: str = _SUMMARY,
 ) -> ForgetReceipt:  # fmt: skip
-    """Delete ``record``, every version in its chain and every copy derived from them.
+    """Delete ``record``, every version in its chain and every copy derived from them,
+    tombstoning their contents.
 
     A passage of long content is forgotten with its whole group: the chain of its
-    head (passage 1) is deleted too, and the other passages derive from it."""
+    head (passage 1) is deleted too, and the other passages derive from it. The
+    derived records of ``summary_type`` release their other episodes to the next
+    consolidation."""
     tenant = Tenant(vis.tenant_id)
-    with _quiet(usage):
+    with quiesced(usage):
         with store.transaction():
             chain = versions(store, vis, record)
-            derived = _derived_closure(store, tenant, chain)
+            derived = derived_closure(store, tenant, chain)
             ids = chain + derived
-            buried = _buried(store.records_of(tenant, ids))
-            strings = store.erasure_strings(tenant, ids)
-            traces = _purge(usage, ids, None) + store.delete_traces_naming(tenant, ids)
             entry = AuditEntry(now, record.tenant_id, record.user_id, actor, "DELETE", ids,
                                "forget")  # fmt: skip
-            applied = store.apply([UnlinkContests(tenant, tuple(ids), now),
-                                   Delete(tenant, tuple(ids)), *_tombstones(tenant, buried, now),
-                                   Audit(entry)])  # fmt: skip
-        traces += _purge(usage, ids, None)  # queued while the transaction ran
-    _invalidate(store, tenant.tenant_id, invalidate)
-    outcome = verify(store, Erased(tenant, ids, strings, buried), usage, working)
+            erasing = delete_ids(store, tenant, ids, derived, usage, [Audit(entry)],
+                                 summary_type, now, bury=True)  # fmt: skip
+        outcome = finish(store, erasing, usage, [Subject.of(record.tenant_id, record.user_id)],
+                         invalidate, working)  # fmt: skip
     scrub = outcome.scrub
-    return ForgetReceipt(tuple(chain), tuple(derived), outcome.verified, traces,
+    return ForgetReceipt(tuple(chain), tuple(derived), outcome.verified, erasing.traces,
                          outcome.checked, outcome.failed, scrub.scanned, scrub.short,
-                         MappingProxyType(outcome.counts), applied.audit_ids[-1],
-                         sum(map(len, buried.values())))  # fmt: skip
+                         MappingProxyType(outcome.counts), erasing.audit_ids[-1],
+                         sum(map(len, erasing.buried.values())))  # fmt: skip
 
 
 def erase_subject(
@@ -179,10 +240,10 @@ def erase_subject(
     subject's tombstones stay, naming no one (``store.tombstones``)."""
     subject, tenant = Subject(tenant_id, user_id), Tenant(tenant_id)
     items = working.erase_subject(tenant_id, user_id) if working is not None else 0
-    with _quiet(usage):
+    with quiesced(usage):
         with store.transaction():
             own = store.subject_ids(subject)
-            derived = _derived_closure(store, tenant, own)
+            derived = derived_closure(store, tenant, own)
             ids = own + derived
             buried = _buried(store.records_of(tenant, ids))
             strings = store.erasure_strings(tenant, ids)
@@ -197,7 +258,7 @@ def erase_subject(
             applied = store.apply([Audit(entry)])
             store.forget_audit_subject(subject)
         traces += _purge(usage, ids, subject)
-    _invalidate(store, tenant_id, invalidate)
+    _invalidate(store, tenant_id, invalidate, [subject])
     outcome = verify(store, Erased(tenant, ids, strings, buried, subject), usage, working)
     scrub = outcome.scrub
     return ErasureReceipt(tenant_id, user_id, len(own), len(derived), traces, outcome.verified,

@@ -22,8 +22,11 @@ Order. Before a page's memories of ``consolidated_types`` (episodes) are deleted
 the ``Consolidator`` hook runs once for each of their owners (tenant and user), so
 episodes are summarised before they are dropped. When it raises, that owner's
 episodes are kept (``SweepReport.unconsolidated``) and the next sweep tries
-again. The default hook consolidates nothing (``no_consolidation``): until
-``Engram.consolidate`` is wired in, episodes are dropped unsummarised.
+again. ``Engram.sweep`` passes ``Engram.consolidate`` (a user another
+consolidator holds counts as failed); this function's default hook,
+``no_consolidation``, consolidates nothing. The episodes are deleted at the store
+level (``contract.Delete``), never through ``forget``: their summaries stay, and
+their consolidation marks go with them (``docs/lifecycle.md``).
 
 Concurrency. Each batch of ``batch_size`` is one transaction that re-reads its
 records under the tenant's writer lock and deletes only those that still

@@ -4,10 +4,12 @@ Two protocols, written once for every backend (SQLite, PostgreSQL):
 
 * ``Store``: the narrow core every request uses. Scoped reads by ids, candidates
   for a batch of probe values, a version chain, a listing, a batch of change
-  values applied atomically, a per-slot write lock, and the transaction.
+  values applied atomically, a per-slot write lock, and the transaction; and,
+  for sharing between agents, the tenant's share grants and the share copies
+  of given records or of a grant (``CopiesOf``, ``CopiesTo``).
 * ``Maintenance``: what administration needs (vector model, meta, audit chain,
-  traces, erasure evidence, the sweep's scans, index rebuilds). A request's hot
-  path never calls it.
+  traces, erasure evidence, index rebuilds, and the lifecycle's scans, sweeps and
+  lease). A request's hot path never calls it.
 
 Two signals every process serving one store shares: ``Store.generation`` (a
 tenant's count of deletions, bumped by every ``Delete`` in its transaction; a
@@ -39,7 +41,7 @@ from engram.store.audit import AuditEntry, AuditReport
 from engram.store.erasure import Scrub
 from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
 from engram.store.traces import TraceRow
-from engram.types import Record
+from engram.types import Record, ShareGrant
 
 __all__ = [
     "AddTombstones",
@@ -47,21 +49,31 @@ __all__ = [
     "Applied",
     "Audit",
     "Change",
+    "Consolidated",
+    "CopiesOf",
+    "CopiesTo",
     "Delete",
+    "DropGrants",
     "DropTombstones",
     "Hits",
     "Insert",
     "KeyProbe",
+    "Lease",
     "LexicalProbe",
     "Listing",
     "Maintenance",
     "NeighbourProbe",
+    "Outcome",
+    "OutcomeStats",
     "Place",
     "Probe",
     "PruneRule",
+    "PutGrants",
     "RecentProbe",
+    "Reconsolidate",
     "SlotProbe",
     "Store",
+    "SubjectScan",
     "Touch",
     "UnlinkContests",
     "Update",
@@ -154,6 +166,24 @@ class Listing:
     limit: int | None = None
     offset: int = 0
     at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CopiesOf:
+    """Share copies (source kind ``share``) whose original (``derived_from[0]``) is one
+    of ``originals``: every status, user and agent of the tenant (sharing and
+    corrections follow them)."""
+
+    originals: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CopiesTo:
+    """Share copies bound to agent ``agent_id`` whose type is one of ``types``, every
+    status and user of the tenant (a revoked grant removes them)."""
+
+    agent_id: str
+    types: tuple[str, ...]
 
 
 # ---------------------------------------------------------------- changes (writes)
@@ -256,22 +286,124 @@ class Audit:
     entry: AuditEntry
 
 
+@dataclass(frozen=True, slots=True)
+class PutGrants:
+    """Share grants to hold; one already held keeps its ``granted_at``."""
+
+    grants: tuple[ShareGrant, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DropGrants:
+    """Remove the grants from ``from_agent`` to ``to_agent`` of ``types`` in ``tenant``."""
+
+    tenant: Tenant
+    from_agent: str
+    to_agent: str
+    types: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One success or failure of the procedure ``procedure_id`` of ``subject``, counted
+    into its statistics (``Store.outcomes``); ``reward`` is added to its reward total.
+    A procedure that is not the subject's own record changes nothing."""
+
+    subject: Subject
+    procedure_id: str
+    success: bool
+    reward: float | None
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Consolidated:
+    """Episodes of ``subject`` that consolidation has read: each is read once (a
+    rerun skips them, ``SubjectScan.unconsolidated``); an id already marked stays."""
+
+    subject: Subject
+    episode_ids: tuple[str, ...]
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Reconsolidate:
+    """The episodes the tenant's records among ``summary_ids`` of type ``summary_type``
+    were derived from are no longer consolidated: their marks go (apply it before the
+    summaries are deleted), so the next run summarises the survivors again."""
+
+    tenant: Tenant
+    summary_ids: tuple[str, ...]
+    summary_type: str
+
+
 Change = (
-    Insert | Update | Place | Delete | UnlinkContests | Touch | Audit | AddTombstones
-    | DropTombstones | AnonymiseTombstones
+    Insert | Update | Place | Delete | UnlinkContests | Touch | Audit | PutGrants | DropGrants
+    | Outcome | Consolidated | Reconsolidate | AddTombstones | DropTombstones
+    | AnonymiseTombstones
 )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeStats:
+    """The counted outcomes of one procedure."""
+
+    successes: int = 0
+    failures: int = 0
+    reward_total: float = 0.0
+    rewards: int = 0
+
+    def success_rate(self, prior_successes: float, prior_failures: float) -> float:
+        """The posterior mean of a Beta prior updated by the counts: a procedure with
+        few outcomes stays near the prior, many outcomes dominate it."""
+        total = self.successes + self.failures + prior_successes + prior_failures
+        return (self.successes + prior_successes) / total
+
+    @property
+    def mean_reward(self) -> float | None:
+        """The mean of the rewards reported, None when none was."""
+        return self.reward_total / self.rewards if self.rewards else None
+
+
+@dataclass(frozen=True, slots=True)
+class SubjectScan:
+    """A page of one subject's records (every scope and agent), oldest observed first.
+
+    Records of ``types`` in ``statuses`` observed before ``before`` and not past their
+    retention at ``at``, after the cursor ``after`` (``(observed_at, id)`` of the last
+    record of the previous page). ``unconsolidated`` leaves out the episodes already
+    marked ``Consolidated``."""
+
+    types: tuple[str, ...]
+    statuses: tuple[str, ...]
+    before: datetime
+    at: datetime
+    limit: int
+    after: tuple[datetime, str] | None = None
+    unconsolidated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """The answer to a lease request: whether this holder has the subject now, and the
+    ``now`` of the subject's last finished consolidation (None: never)."""
+
+    held: bool
+    last_run: datetime | None
 
 
 @dataclass(slots=True)
 class Applied:
-    """What ``Store.apply`` did: rows deleted and unlinked, tombstones added and
-    lifted, audit ids in order."""
+    """What ``Store.apply`` did: rows deleted and unlinked, grants added and removed,
+    tombstones added and lifted, audit ids in order."""
 
     deleted: int = 0
     unlinked: int = 0
     audit_ids: list[str] = field(default_factory=list)
     buried: int = 0
     lifted: int = 0
+    granted: int = 0
+    revoked: int = 0
 
 
 # ---------------------------------------------------------------- protocols
@@ -302,12 +434,24 @@ class Store(Protocol):
         """Stored vectors of the visible ``ids`` (for diversity and dedup)."""
         ...
 
+    def outcomes(self, vis: Visibility, ids: Sequence[str]) -> dict[str, OutcomeStats]:
+        """Counted outcomes of the visible procedures among ``ids`` (those with any)."""
+        ...
+
     def history(self, vis: Visibility, record_id: str) -> list[Record]:
         """The visible version chain through ``record_id``, oldest first."""
         ...
 
     def listing(self, vis: Visibility, page: Listing) -> list[Record]:
         """Visible records, newest first."""
+        ...
+
+    def grants(self, tenant: Tenant) -> list[ShareGrant]:
+        """The tenant's share grants, ordered by (from_agent, to_agent, type)."""
+        ...
+
+    def copies(self, tenant: Tenant, query: CopiesOf | CopiesTo) -> list[Record]:
+        """The tenant's share copies ``query`` names, in id order (oldest first)."""
         ...
 
     def lock_slot(self, slot: OwnerSlot, key: str) -> None:
@@ -387,3 +531,11 @@ class Maintenance(Protocol):
     def iter_all(self, batch: int) -> Iterator[list[Record]]: ...
     def reset_vectors(self) -> None: ...
     def put_vectors(self, records: Sequence[Record], vectors: NDArray[np.float32]) -> None: ...
+
+    # lifecycle: scans of one subject and the per-subject consolidation lease
+    def subject_users(self, tenant: Tenant) -> list[str]: ...
+    def subject_records(self, subject: Subject, scan: SubjectScan) -> list[Record]: ...
+    def take_lease(
+        self, subject: Subject, holder: str, wall_now: datetime, until: datetime
+    ) -> Lease: ...
+    def end_lease(self, subject: Subject, holder: str, last_run: datetime | None) -> None: ...

@@ -3,7 +3,8 @@
 Builds the new version (if any), updates the versions it confirms, supersedes or
 contests, inserts the vector (step 5, ``index``, computed it beforehand) and
 appends one audit entry. The caller wraps all of it in ``store.transaction()``,
-so a failure anywhere leaves the store exactly as it was.
+so a failure anywhere leaves the store exactly as it was. The share copies of
+the versions a decision supersedes are retracted with them (``write.copies``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from engram.store.audit import AuditEntry
 from engram.store.contract import Audit, Change, Insert, Store, Update
 from engram.store.predicate import OwnerSlot
 from engram.types import Operation, Proposal, Record, Status, WriteResult
+from engram.write import copies
 from engram.write.decide import Decision
 
 __all__ = ["Owner", "commit", "new_record", "renewed_expiry"]
@@ -191,6 +193,9 @@ def commit(
     entry = AuditEntry(now, owner.tenant_id, owner.user_id, owner.actor,
                        decision.operation.value, ids, decision.code)  # fmt: skip
     store.apply([*changes, Audit(entry)])
+    retired = [r.id for r in (*decision.supersede, *decision.retire)]
+    copies.follow(store, owner.tenant_id, retired, Status.RETRACTED, "original_superseded",
+                  owner.actor, now)  # fmt: skip
     return WriteResult(
         operation=decision.operation,
         record=result_record,

@@ -7,6 +7,13 @@ stored now, not on what the caller read earlier: a concurrent writer cannot be
 overwritten with a stale row, and a retraction or deletion is never undone by a
 correction that raced it. Only the embedding of a correction's text happens
 before the transaction (it may be slow and must not hold the write lock).
+
+Share copies follow in the same transaction (``write.copies``): retracting or
+correcting a memory retracts the copies other agents received of it (a
+correction is a new version, which its sharer may share again), and expiring it
+expires them. What consolidation derived from it (its summaries, the facts
+extracted from it) is retracted with a retraction or an expiry, and the
+summaries' episodes are summarised again by the next run (``write.derivations``).
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from engram.types import (
     Status,
     WriteResult,
 )
-from engram.write import policy, tombstones
+from engram.write import copies, derivations, policy, tombstones
 from engram.write.commit import Owner, commit, new_record
 from engram.write.decide import Decision
 from engram.write.index import embed_contents, vectors_enabled
@@ -177,6 +184,9 @@ def _finish(
     entry = AuditEntry(now, owner.tenant_id, owner.user_id, actor, operation.value,
                        [record.id, *related], code)  # fmt: skip
     store.apply([*changes, Audit(entry)])
+    copies.follow(store, record.tenant_id, [record.id], changed.status, f"original_{code}",
+                  actor, now)  # fmt: skip
+    derivations.follow_derived(store, vis, record, f"source_{code}", actor, now)
     return WriteResult(operation, changed, reason, related=related)
 
 

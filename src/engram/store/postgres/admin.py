@@ -2,8 +2,9 @@
 
 Differences from the SQLite store, each because PostgreSQL is a server:
 
-* no in-memory partitions or their counters, so ``forget_counters`` has nothing
-  to delete, ``counter_rows`` is 0 and ``holds_cached`` is False; the
+* no in-memory partitions or their counters, so ``forget_counters`` deletes
+  only the subject's consolidation run row, ``counter_rows`` is 0 and
+  ``holds_cached`` is False; the
   process-wide stem cache is still dropped (the rerank shares it);
 * ``scrub`` runs ``VACUUM`` on the tables an erasure touched and checks dead
   tuples; it scans the relation files only where this process can read them (a
@@ -38,6 +39,10 @@ __all__ = ["Admin"]
 _MUTABLE = (
     "status", "valid_to", "superseded_by", "contested_with", "updated_at", "confidence",
     "observed_at", "expires_at", "access_count", "last_accessed_at", "embedding_model",
+)  # fmt: skip
+_SUBJECT_TABLES = (
+    ("records", "r"), ("traces", "t"), ("procedure_stats", "s"), ("consolidated", "c"),
+    ("consolidation_runs", "k"),
 )  # fmt: skip
 _FAILED = TransactionStatus.INERROR
 
@@ -175,16 +180,21 @@ class Admin(AuditLog):
         return counts
 
     def subject_residue(self, subject: Subject) -> int:
-        """Rows (records, traces) a subject still has: 0 after an erasure."""
+        """Rows (records, traces, outcome statistics, consolidation marks and runs) a
+        subject still has: 0 after an erasure."""
         total = 0
-        for table, alias in (("records", "r"), ("traces", "t")):
+        for table, alias in _SUBJECT_TABLES:
             cond, params = subject.sql(alias, POSTGRES)
             query = (f"SELECT count(*) FROM {table} {alias} WHERE {cond}", params)
             total += int(self.rows(query, "an erasure check")[0][0])
         return total
 
     def forget_counters(self, subject: Subject) -> None:
-        """Nothing to delete: this store keeps no per-partition counters."""
+        """Delete the subject's consolidation run row (this store keeps no per-partition
+        counters; outcome statistics and marks go with their records)."""
+        self.writing(subject.tenant_id)
+        cond, params = subject.sql("k", POSTGRES)
+        self.run((f"DELETE FROM consolidation_runs AS k WHERE {cond}", params), "an erasure")
 
     def counter_rows(self, subject: Subject) -> int:
         """0: this store keeps no per-partition counters."""

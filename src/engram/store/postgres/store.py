@@ -36,6 +36,7 @@ from engram.store.postgres.connect import connect, libpq_url, migrate, open_pool
 from engram.store.postgres.errors import Server
 from engram.store.postgres.lifecycle import Lifecycle
 from engram.store.postgres.session import Conn, on
+from engram.store.postgres.shares import Shares
 from engram.store.predicate import OwnerSlot, Tenant, Visibility
 from engram.store.rows import record_from_values, record_to_row, to_micros
 from engram.types import Record
@@ -76,17 +77,29 @@ def _tenant_of(change: contract.Change) -> str:
         return change.record.tenant_id
     if isinstance(
         change,
-        (contract.Delete, contract.UnlinkContests, contract.AddTombstones, contract.DropTombstones),
+        (
+            contract.Delete,
+            contract.UnlinkContests,
+            contract.Reconsolidate,
+            contract.AddTombstones,
+            contract.DropTombstones,
+        ),
     ):
         return change.tenant.tenant_id
     if isinstance(change, contract.AnonymiseTombstones):
         return change.subject.tenant_id
     if isinstance(change, contract.Touch):
         return change.vis.tenant_id
+    if isinstance(change, contract.PutGrants):
+        return change.grants[0].tenant_id if change.grants else ""
+    if isinstance(change, contract.DropGrants):
+        return change.tenant.tenant_id
+    if isinstance(change, (contract.Outcome, contract.Consolidated)):
+        return change.subject.tenant_id
     return change.entry.tenant_id
 
 
-class PostgresStore(Lifecycle):
+class PostgresStore(Shares, Lifecycle):
     """System of record, lexical and vector indexes in one PostgreSQL database."""
 
     @classmethod
@@ -294,6 +307,23 @@ class PostgresStore(Lifecycle):
                 conn.execute(*sql.touch(change.vis, change.ids, to_micros(change.at) or 0))
         elif isinstance(change, contract.Audit):
             applied.audit_ids.append(self.append_audit(conn, change.entry))
+        elif isinstance(change, contract.PutGrants):
+            applied.granted += self.put_grants(conn, change)
+        elif isinstance(change, contract.DropGrants):
+            applied.revoked += self.drop_grants(conn, change)
+        elif isinstance(change, contract.Outcome):
+            conn.execute(*lifecycle_sql.outcome(change.subject, change.procedure_id,
+                                                change.success, change.reward,
+                                                to_micros(change.at) or 0))  # fmt: skip
+        elif isinstance(change, contract.Consolidated):
+            if change.episode_ids:
+                marked = lifecycle_sql.mark_consolidated(change.subject, change.episode_ids,
+                                                         to_micros(change.at) or 0)  # fmt: skip
+                conn.execute(*marked)
+        elif isinstance(change, contract.Reconsolidate):
+            if change.summary_ids:
+                conn.execute(*lifecycle_sql.reconsolidate(change.tenant, change.summary_ids,
+                                                          change.summary_type))  # fmt: skip
         else:  # pragma: no cover - the Change union is closed
             raise StoreError(f"unknown change {type(change).__name__}")
 

@@ -118,14 +118,15 @@ class Admin(Writes):
         return counts
 
     def subject_residue(self, subject: Subject) -> int:
-        """Rows (records, vectors, traces) a subject still has: 0 after an erasure."""
+        """Rows (records, vectors, traces, outcome statistics, consolidation marks and
+        runs) a subject still has: 0 after an erasure."""
         return sum(int(self._rows(query)[0][0]) for query in admin.subject_counts(subject))
 
     def forget_counters(self, subject: Subject) -> None:
-        """Delete the subject's rows of the counter tables (inside the erasure's
-        transaction). A cached partition is fresh while its counters match, so the
-        tenant's caches are dropped at COMMIT, still under the store lock: none
-        stamped with the old counters survives to match new ones."""
+        """Delete the subject's rows of the counter tables and its consolidation run
+        row (inside the erasure's transaction). A cached partition is fresh while its
+        counters match, so the tenant's caches are dropped at COMMIT, still under the
+        store lock: none stamped with the old counters survives to match new ones."""
         for query in admin.forget_counters(subject):
             self._run(*query)
         self._after_commit.append(partial(self.forget_partition, subject))

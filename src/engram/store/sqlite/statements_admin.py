@@ -73,9 +73,11 @@ def audit_of(subject: Subject) -> Query:
 
 
 def forget_counters(subject: Subject) -> list[Query]:
-    """Delete the subject's rows of the partition counter tables."""
+    """Delete the subject's rows of the partition counter tables and its consolidation
+    run (lease) row."""
     cond, params = subject.sql("p")
-    return [(f"DELETE FROM {table} AS p WHERE {cond}", params) for table in COUNTER_TABLES]
+    return [(f"DELETE FROM {table} AS p WHERE {cond}", params)
+            for table in (*COUNTER_TABLES, "consolidation_runs")]  # fmt: skip
 
 
 def partition_counters(subject: Subject) -> list[Query]:
@@ -84,10 +86,16 @@ def partition_counters(subject: Subject) -> list[Query]:
     return [(f"SELECT p.user_id FROM {table} p WHERE {cond}", params) for table in COUNTER_TABLES]
 
 
+SUBJECT_TABLES = (
+    ("records", "r"), ("vectors", "v"), ("traces", "t"), ("procedure_stats", "s"),
+    ("consolidated", "c"), ("consolidation_runs", "k"),
+)  # fmt: skip
+
+
 def subject_counts(subject: Subject) -> list[Query]:
-    """Counts of the subject's rows in records, vectors and traces."""
+    """Counts of the subject's rows in records, vectors, traces and the lifecycle tables."""
     out = []
-    for table, alias in (("records", "r"), ("vectors", "v"), ("traces", "t")):
+    for table, alias in SUBJECT_TABLES:
         cond, params = subject.sql(alias)
         out.append((f"SELECT count(*) FROM {table} {alias} WHERE {cond}", params))
     return out

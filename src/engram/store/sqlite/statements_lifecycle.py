@@ -1,8 +1,12 @@
-"""SQL builders of the SQLite store's lifecycle: generations, tombstones, the sweep.
+"""SQL builders of the SQLite store's lifecycle tables.
 
-Every statement is scoped by a predicate value (``Tenant``, ``Subject``) except
-``TENANTS``, the sweep's one pass over every tenant (it returns tenant ids only).
-Lists are bound as JSON arrays (``json_each``), so the text is constant.
+Generations, tombstones and the sweep (schema 0019-0021); ``procedure_stats``
+(counted outcomes), ``consolidated`` (episodes consolidation has read) and
+``consolidation_runs`` (the per-subject lease; schema 0017). Every statement is
+scoped by a predicate value (``Visibility``, ``Subject``, ``Tenant``, ``Owners``),
+like every read of ``records``, except ``TENANTS``, the sweep's one pass over every
+tenant (it returns tenant ids only). Lists are bound as JSON arrays
+(``json_each``), so the text is constant.
 """
 
 from __future__ import annotations
@@ -12,14 +16,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from engram.store.contract import PruneRule
-from engram.store.predicate import Owners, Subject, Tenant
+from engram.store.predicate import Owners, Subject, Tenant, Visibility
 from engram.store.rows import COLUMNS, to_micros
 from engram.store.tombstones import ERASED
 
 __all__ = [
     "TENANTS", "add_tombstones", "anonymise_tombstones", "bump", "drop_tombstones", "due",
-    "generation", "mark_swept", "new_tombstone_key", "prunable", "records_of", "swept_to",
-    "tombstone_key", "tombstone_rows", "tombstoned",
+    "end_lease", "generation", "lease_row", "mark_consolidated", "mark_swept",
+    "new_tombstone_key", "outcome", "outcomes", "prunable", "reconsolidate", "records_of",
+    "subject_records", "subject_users", "swept_to", "take_lease", "tombstone_key",
+    "tombstone_rows", "tombstoned",
 ]  # fmt: skip
 
 Query = tuple[str, dict[str, Any]]
@@ -165,3 +171,121 @@ def mark_swept(tenant: Tenant, at: object) -> Query:
         " runs = runs + 1"
     )
     return sql, {**params, "at": at}
+
+
+def outcome(subject: Subject, procedure_id: str, success: bool, reward: float | None,
+            at_us: int) -> Query:  # fmt: skip
+    """Count one outcome of the subject's procedure ``procedure_id`` (nothing when it
+    is not one of the subject's procedural records)."""
+    cond, params = subject.sql()
+    sql = (
+        "INSERT INTO procedure_stats (tenant_id, procedure_id, user_id, successes, failures,"
+        " reward_total, rewards, updated_at)"
+        " SELECT r.tenant_id, r.id, r.user_id, :wins, :losses, :reward, :rewards, :at"
+        f" FROM records r WHERE r.id = :procedure AND r.tier = 'procedural' AND {cond}"
+        " ON CONFLICT (tenant_id, procedure_id) DO UPDATE SET"
+        " successes = successes + excluded.successes, failures = failures + excluded.failures,"
+        " reward_total = reward_total + excluded.reward_total,"
+        " rewards = rewards + excluded.rewards, updated_at = max(updated_at, excluded.updated_at)"
+    )
+    return sql, {**params, "procedure": procedure_id, "wins": int(success),
+                 "losses": int(not success), "reward": reward or 0.0,
+                 "rewards": int(reward is not None), "at": at_us}  # fmt: skip
+
+
+def outcomes(vis: Visibility, ids: Sequence[str]) -> Query:
+    """Counted outcomes of the visible records among ``ids``."""
+    cond, params = vis.sql()
+    tenant, tenant_params = Tenant(vis.tenant_id).sql("s")
+    sql = (
+        "SELECT s.procedure_id, s.successes, s.failures, s.reward_total, s.rewards"
+        " FROM json_each(:ids) j CROSS JOIN records r ON r.id = j.value"
+        f" JOIN procedure_stats s ON s.procedure_id = r.id AND {tenant}"
+        f" WHERE {cond}"
+    )
+    return sql, {**params, **tenant_params, "ids": json.dumps(list(ids))}
+
+
+def mark_consolidated(subject: Subject, ids: Sequence[str], at_us: int) -> Query:
+    """Mark the subject's records among ``ids`` as read by consolidation (once)."""
+    cond, params = subject.sql()
+    sql = (
+        "INSERT OR IGNORE INTO consolidated (tenant_id, user_id, episode_id, at)"
+        " SELECT r.tenant_id, r.user_id, r.id, :at FROM json_each(:ids) j"
+        f" CROSS JOIN records r ON r.id = j.value WHERE {cond}"
+    )
+    return sql, {**params, "ids": json.dumps(list(ids)), "at": at_us}
+
+
+def reconsolidate(tenant: Tenant, ids: Sequence[str], summary_type: str) -> Query:
+    """Delete the consolidation marks of the episodes the tenant's summaries among
+    ``ids`` (records of ``summary_type``) were derived from."""
+    cond, params = tenant.sql()
+    marks, _ = tenant.sql("c")
+    sql = (
+        f"DELETE FROM consolidated AS c WHERE {marks} AND c.episode_id IN ("
+        " SELECT d.value FROM json_each(:ids) j CROSS JOIN records r ON r.id = j.value"
+        f" CROSS JOIN json_each(r.derived_from) d WHERE {cond} AND r.type = :summary_type)"
+    )
+    return sql, {**params, "ids": json.dumps(list(ids)), "summary_type": summary_type}
+
+
+def subject_users(tenant: Tenant) -> Query:
+    """The owners of a tenant's records, in order ('' stands for its global records)."""
+    cond, params = tenant.sql()
+    return f"SELECT DISTINCT r.user_id FROM records r WHERE {cond} ORDER BY r.user_id", params
+
+
+def subject_records(
+    subject: Subject, types: Sequence[str], statuses: Sequence[str], before_us: int,
+    at_us: int, limit: int, after: tuple[int, str] | None, unconsolidated: bool,
+) -> Query:  # fmt: skip
+    """One page of a subject's records, oldest observed first (``contract.SubjectScan``)."""
+    cond, params = subject.sql()
+    marked, _ = subject.sql("c")
+    sql = (
+        f"SELECT {_COLS} FROM records r WHERE {cond}"
+        " AND r.type IN (SELECT value FROM json_each(:types))"
+        " AND r.status IN (SELECT value FROM json_each(:statuses))"
+        " AND r.observed_at < :before AND (r.expires_at IS NULL OR r.expires_at > :at)"
+        " AND (r.observed_at > :after_at OR (r.observed_at = :after_at AND r.id > :after_id))"
+        " AND (:every = 1 OR NOT EXISTS (SELECT 1 FROM consolidated c"
+        f" WHERE {marked} AND c.episode_id = r.id))"
+        " ORDER BY r.observed_at, r.id LIMIT :limit"
+    )
+    after_at, after_id = after if after is not None else (-(2**63), "")
+    return sql, {**params, "types": json.dumps(list(types)), "statuses": json.dumps(list(statuses)),
+                 "before": before_us, "at": at_us, "after_at": after_at, "after_id": after_id,
+                 "every": int(not unconsolidated), "limit": limit}  # fmt: skip
+
+
+def take_lease(subject: Subject, holder: str, wall_us: int, until_us: int) -> Query:
+    """Take (or renew) the subject's lease unless another holder's is still running."""
+    _, params = subject.sql("k")
+    sql = (
+        "INSERT INTO consolidation_runs (tenant_id, user_id, holder, lease_until)"
+        " VALUES (:subj_tenant, :subj_user, :holder, :until)"
+        " ON CONFLICT (tenant_id, user_id) DO UPDATE SET holder = excluded.holder,"
+        " lease_until = excluded.lease_until"
+        " WHERE consolidation_runs.holder IN ('', excluded.holder)"
+        " OR consolidation_runs.lease_until <= :wall"
+    )
+    return sql, {**params, "holder": holder, "until": until_us, "wall": wall_us}
+
+
+def lease_row(subject: Subject) -> Query:
+    """The subject's lease holder and the ``now`` of its last finished run."""
+    cond, params = subject.sql("k")
+    return f"SELECT k.holder, k.last_run FROM consolidation_runs k WHERE {cond}", params
+
+
+def end_lease(subject: Subject, holder: str, last_us: int | None) -> Query:
+    """Release ``holder``'s lease; record ``last_us`` as the last run (never earlier)."""
+    cond, params = subject.sql("k")
+    sql = (
+        "UPDATE consolidation_runs AS k SET holder = '', lease_until = 0,"
+        " last_run = CASE WHEN :last IS NULL THEN k.last_run"
+        " WHEN k.last_run IS NULL OR k.last_run < :last THEN :last ELSE k.last_run END"
+        f" WHERE {cond} AND k.holder = :holder"
+    )
+    return sql, {**params, "holder": holder, "last": last_us}

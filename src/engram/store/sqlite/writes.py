@@ -34,10 +34,15 @@ from engram.store.contract import (
     Applied,
     Audit,
     Change,
+    Consolidated,
     Delete,
+    DropGrants,
     DropTombstones,
     Insert,
+    Outcome,
     Place,
+    PutGrants,
+    Reconsolidate,
     Touch,
     UnlinkContests,
     Update,
@@ -46,9 +51,9 @@ from engram.store.predicate import Owners, OwnerSlot, Subject, Tenant
 from engram.store.pseudonyms import pseudonym, pseudonymised
 from engram.store.rows import record_to_row, to_micros
 from engram.store.sqlite import statements_admin as admin
-from engram.store.sqlite import statements_lifecycle as life
+from engram.store.sqlite import statements_lifecycle as lifecycle
 from engram.store.sqlite import statements_write as sql
-from engram.store.sqlite.reads import Reads
+from engram.store.sqlite.shares import Shares
 from engram.types import Record
 
 __all__ = ["Writes"]
@@ -56,7 +61,7 @@ __all__ = ["Writes"]
 _VECTOR_MODEL_KEY = "vector_model"
 
 
-class Writes(Reads):
+class Writes(Shares):
     """``apply`` and ``lock_slot`` on SQLite."""
 
     def lock_slot(self, slot: OwnerSlot, key: str) -> None:
@@ -93,7 +98,7 @@ class Writes(Reads):
         elif isinstance(change, Delete):
             done.deleted += self._run(*sql.delete(change.tenant, change.ids)).rowcount \
                 if change.ids else 0  # fmt: skip
-            self._run(*life.bump(change.tenant))
+            self._run(*lifecycle.bump(change.tenant))
         elif isinstance(change, (AddTombstones, DropTombstones, AnonymiseTombstones)):
             self._tombstones(change, done)
         elif isinstance(change, UnlinkContests):
@@ -101,6 +106,21 @@ class Writes(Reads):
             done.unlinked += self._run(*query).rowcount if change.ids else 0
         elif isinstance(change, Audit):
             done.audit_ids.append(self._append_audit(change.entry))
+        elif isinstance(change, PutGrants):
+            done.granted += self._put_grants(change)
+        elif isinstance(change, DropGrants):
+            done.revoked += self._drop_grants(change)
+        elif isinstance(change, Outcome):
+            self._run(*lifecycle.outcome(change.subject, change.procedure_id, change.success,
+                                         change.reward, to_micros(change.at) or 0))  # fmt: skip
+        elif isinstance(change, Consolidated):
+            if change.episode_ids:
+                self._run(*lifecycle.mark_consolidated(change.subject, change.episode_ids,
+                                                       to_micros(change.at) or 0))  # fmt: skip
+        elif isinstance(change, Reconsolidate):
+            if change.summary_ids:
+                self._run(*lifecycle.reconsolidate(change.tenant, change.summary_ids,
+                                                   change.summary_type))  # fmt: skip
         else:
             raise InvalidArgument(f"unknown change {type(change).__name__}")
 
@@ -108,7 +128,7 @@ class Writes(Reads):
         self, change: AddTombstones | DropTombstones | AnonymiseTombstones, done: Applied
     ) -> None:
         if isinstance(change, AnonymiseTombstones):
-            for query in life.anonymise_tombstones(change.subject):
+            for query in lifecycle.anonymise_tombstones(change.subject):
                 self._run(*query)
             return
         digests = self._digests(change.tenant, change.owner, change.hashes,
@@ -117,11 +137,12 @@ class Writes(Reads):
             return
         if isinstance(change, AddTombstones):
             row_owner = tombstones.ERASED if change.erased else change.owner
-            query = life.add_tombstones(change.tenant, row_owner, digests, to_micros(change.at))
+            at = to_micros(change.at)
+            query = lifecycle.add_tombstones(change.tenant, row_owner, digests, at)
             done.buried += self._run(*query).rowcount
         else:
             owners = Owners(change.tenant.tenant_id, (change.owner, tombstones.ERASED))
-            done.lifted += self._run(*life.drop_tombstones(owners, digests)).rowcount
+            done.lifted += self._run(*lifecycle.drop_tombstones(owners, digests)).rowcount
 
     def _digests(
         self, tenant: Tenant, owner: str, hashes: Sequence[str], create: bool
@@ -132,8 +153,9 @@ class Writes(Reads):
         if not hashes:
             return []
         if create:
-            self._run(*life.new_tombstone_key(tenant, secrets.token_bytes(tombstones.KEY_BYTES)))
-        rows = self._rows(life.tombstone_key(tenant))
+            key = secrets.token_bytes(tombstones.KEY_BYTES)
+            self._run(*lifecycle.new_tombstone_key(tenant, key))
+        rows = self._rows(lifecycle.tombstone_key(tenant))
         if not rows:
             return []
         key = bytes(rows[0][0])
