@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from engram.errors import ConfigError
+from engram.lifecycle.sweep_config import SweepConfig
 from engram.limits import shown
 from engram.store.config import PostgresConfig, SQLiteConfig, StoreConfig
 from engram.types import Retention, SourceKind, Tier
@@ -32,6 +33,7 @@ __all__ = [
     "SQLiteConfig",
     "ScoreWeights",
     "StoreConfig",
+    "SweepConfig",
     "TypePolicy",
     "WorkingConfig",
     "WritePolicy",
@@ -368,6 +370,7 @@ class Config:
     store: StoreConfig = field(default_factory=StoreConfig)
     default_type: str = "fact"
     working: WorkingConfig = field(default_factory=WorkingConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
     consolidation: ConsolidationConfig = field(default_factory=ConsolidationConfig)
 
     def __post_init__(self) -> None:

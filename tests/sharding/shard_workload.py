@@ -204,6 +204,7 @@ def _maintenance(store: Any, tenant: str, made: dict[str, Record]) -> None:
     ids = store.subject_ids(subject)
     assert made["derived"].id in store.derived_ids(owner, ids)
     assert made["second"].id in store.successors(owner, [made["first"].id])
+    _erasure_reads(store, tenant, ids)
     strings = store.erasure_strings(owner, ids)
     store.delete_traces_naming(owner, ids)
     store.delete_traces(subject)
@@ -219,6 +220,28 @@ def _maintenance(store: Any, tenant: str, made: dict[str, Record]) -> None:
     store.scrub(strings)
 
 
+def _erasure_reads(store: Any, tenant: str, ids: list[str]) -> None:
+    """Tombstones, generations and the sweep's reads, for one tenant."""
+    subject, owner = Subject(tenant, "u1"), Tenant(tenant)
+    records = store.records_of(owner, ids)
+    assert {r.id for r in records} == set(ids)
+    hashes = (records[0].content_hash,)
+    before = store.generation(owner)
+    store.apply([contract.AddTombstones(owner, "u1", hashes, T0)])
+    assert store.tombstoned(owner, "u1", hashes) == set(hashes)
+    store.apply([contract.DropTombstones(owner, "u1", hashes)])
+    store.apply([contract.AddTombstones(owner, "u1", hashes, T0),
+                 contract.AnonymiseTombstones(subject)])  # fmt: skip
+    assert store.tombstone_rows(owner, ["u1"]) == 0
+    assert store.due(owner, T0 + timedelta(days=400), None, 10)  # past the touch renewal
+    rule = contract.PruneRule(T0 + timedelta(days=1), 0.9, ("explicit_admin",), ACTIVE)
+    assert store.prunable(owner, rule, "", 10)
+    assert store.mark_swept(owner, T0) is None
+    assert store.mark_swept(owner, T0 - timedelta(days=1)) == T0
+    store.apply([contract.Delete(owner, ())])
+    assert store.generation(owner) == before + 1
+
+
 def _global(store: Any) -> None:
     """The administrative calls over the whole database (not per tenant)."""
     assert store.vector_model() == MODEL
@@ -226,6 +249,7 @@ def _global(store: Any) -> None:
     store.meta_set("workload", "ran")
     assert store.meta_get("workload") == "ran"
     assert store.verify_audit().ok
+    assert set(store.tenants()) >= {"acme", "globex"}
     store.rebuild_lexical()
     kept = [record for batch in store.iter_all(2) for record in batch]
     store.reset_vectors()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from engram.cli.common import (
@@ -135,7 +136,8 @@ def _erase(args: argparse.Namespace) -> int:
 
 
 def _plain(receipt: Any) -> dict[str, Any]:
-    """A receipt dataclass as JSON-friendly fields (tuples as lists)."""
-    return {
-        k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(receipt).items()
-    }
+    """A receipt dataclass as JSON-friendly fields (tuples as lists, mappings as dicts;
+    not ``asdict``, which cannot copy a receipt's read-only ``counts``)."""
+    fields = {f.name: getattr(receipt, f.name) for f in dataclasses.fields(receipt)}
+    return {k: list(v) if isinstance(v, tuple) else dict(v) if isinstance(v, Mapping) else v
+            for k, v in fields.items()}  # fmt: skip

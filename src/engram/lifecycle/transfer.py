@@ -72,7 +72,7 @@ from engram.store.contract import Audit, Insert, Place, SlotProbe
 from engram.store.open import Backend
 from engram.store.predicate import OwnerSlot, Tenant
 from engram.types import Operation, Proposal, Record, Status, WriteResult
-from engram.write import policy
+from engram.write import policy, tombstones
 from engram.write.commit import Owner, commit, new_record
 from engram.write.decide import Decision
 from engram.write.index import embed_contents, vectors_enabled
@@ -203,9 +203,15 @@ def import_rows(
 
 def _unknown(store: Backend, run: _Run, rows: Sequence[ImportRow]) -> list[int]:
     """Positions of the rows not yet stored (inside the transaction); the others are
-    SKIPPED, mapped to the version that makes them duplicates."""
+    SKIPPED, mapped to the version that makes them duplicates, or because their
+    content was forgotten or erased since (``write.tombstones``: no record id)."""
+    owner = tombstones.owner_of(run.scope.user_id)
+    buried = store.tombstoned(Tenant(run.scope.tenant_id), owner, [r.digest for r in rows])
     fresh = []
     for position, row in enumerate(rows):
+        if row.digest in buried:
+            run.done(row, SKIPPED, None, f"{tombstones.CODE}: {tombstones.REASON}")
+            continue
         known = _existing(store, run, row)
         if known is None:
             fresh.append(position)

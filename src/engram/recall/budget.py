@@ -29,18 +29,19 @@ from typing import Protocol
 
 import numpy as np
 
-from engram.config import Budget, Config
+from engram.config import Budget, Config, TypePolicy
 from engram.errors import InvalidArgument
 from engram.kernels import pairwise_dots
 from engram.recall.coverage import Coverage
 from engram.recall.model import Candidate
-from engram.recall.render import LAYOUTS
+from engram.recall.render import LAYOUTS, render
 from engram.types import Authority, Record, Retention, Sensitivity, Source, Status, Tier
 
 __all__ = [
     "ELLIPSIS",
     "SHORTENED",
     "ApproxTokenCounter",
+    "Minimums",
     "TokenCounter",
     "minimum_tokens",
     "select",
@@ -142,6 +143,27 @@ def minimum_tokens(
     worst = (counter.count(render([Candidate(_probe_record(scope, name, ELLIPSIS, authority))]))
              for name in types for scope in scopes)  # fmt: skip
     return max(smallest, *worst)
+
+
+class Minimums:
+    """``minimum_tokens`` per (layout, visible scopes), cached per token counter (the
+    counter may be replaced; at most 1,024 entries are kept)."""
+
+    def __init__(self, types: Mapping[str, TypePolicy]) -> None:
+        self._types = types
+        self._known: dict[tuple[str, tuple[str, ...]], tuple[TokenCounter, int]] = {}
+
+    def of(self, layout: str, scopes: tuple[str, ...], counter: TokenCounter) -> int:
+        """The smallest block of ``layout`` showing an item of any of ``scopes``."""
+        key = (layout, scopes)
+        known = self._known.get(key)
+        if known is None or known[0] is not counter:
+            if len(self._known) > 1024:
+                self._known.clear()
+            found = minimum_tokens(lambda c: render(c, self._types, layout=layout), counter,
+                                   self._types, scopes)  # fmt: skip
+            known = self._known[key] = (counter, found)
+        return known[1]
 
 
 def _quotas(config: Config, budget: Budget) -> Mapping[str, int]:

@@ -105,6 +105,10 @@ class PostgresConfig:
       when the schema is created (changing it needs ``rebuild_lexical``).
     * ``probe_threads``: probes of one ``candidates`` call run concurrently on
       this many pooled connections (outside a transaction; 1: one after another).
+    * ``erasure_rewrite``: after an erasure, ``VACUUM FULL`` the tables it deleted
+      from ``on_residue`` (when the relation files, readable on a local server,
+      still hold erased bytes), ``always``, or ``never`` (residue is reported).
+      The rewrite locks each table while it runs (``store.postgres.physical``).
     """
 
     min_connections: int = 1
@@ -120,8 +124,11 @@ class PostgresConfig:
     text_search: str = "english"
     probe_threads: int = 4
     maintenance_work_mem: str = "512MB"
+    erasure_rewrite: str = "on_residue"
 
     def __post_init__(self) -> None:
+        if self.erasure_rewrite not in ("never", "on_residue", "always"):
+            raise ConfigError("erasure_rewrite must be 'never', 'on_residue' or 'always'")
         if not _IDENTIFIER.fullmatch(self.text_search):
             raise ConfigError(
                 f"text_search must be a text search configuration name such as 'english' or"

@@ -8,8 +8,13 @@ Two protocols, written once for every backend (SQLite, PostgreSQL):
   for sharing between agents, the tenant's share grants and the share copies
   of given records or of a grant (``CopiesOf``, ``CopiesTo``).
 * ``Maintenance``: what administration needs (vector model, meta, audit chain,
-  traces, erasure evidence, index rebuilds, and the lifecycle's scans and lease).
-  A request's hot path never calls it.
+  traces, erasure evidence, index rebuilds, and the lifecycle's scans, sweeps and
+  lease). A request's hot path never calls it.
+
+Two signals every process serving one store shares: ``Store.generation`` (a
+tenant's count of deletions, bumped by every ``Delete`` in its transaction; a
+process holding in-memory copies of the tenant drops them when it changes) and
+``Store.tombstoned`` (keyed digests of erased contents, ``store.tombstones``).
 
 Every read takes a predicate value from ``engram.store.predicate`` and the store
 renders it inside the query (``Visibility.sql(alias, dialect)``), so scoping is a
@@ -39,6 +44,8 @@ from engram.store.traces import TraceRow
 from engram.types import Record, ShareGrant
 
 __all__ = [
+    "AddTombstones",
+    "AnonymiseTombstones",
     "Applied",
     "Audit",
     "Change",
@@ -47,6 +54,7 @@ __all__ = [
     "CopiesTo",
     "Delete",
     "DropGrants",
+    "DropTombstones",
     "Hits",
     "Insert",
     "KeyProbe",
@@ -59,6 +67,7 @@ __all__ = [
     "OutcomeStats",
     "Place",
     "Probe",
+    "PruneRule",
     "PutGrants",
     "RecentProbe",
     "Reconsolidate",
@@ -201,11 +210,55 @@ class Place:
 
 
 @dataclass(frozen=True, slots=True)
+class PruneRule:
+    """The records decay pruning may consider (``Maintenance.prunable``): chain heads
+    (nothing supersedes them) in ``statuses``, of an authority not in ``protected``,
+    with importance below ``max_importance``, created at or before ``born_before``."""
+
+    born_before: datetime
+    max_importance: float
+    protected: tuple[str, ...]
+    statuses: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Delete:
-    """Hard deletion of records with their index entries and vectors."""
+    """Hard deletion of records with their index entries and vectors. It also bumps
+    the tenant's cache generation (``Store.generation``), even with no ids."""
 
     tenant: Tenant
     ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AddTombstones:
+    """Tombstones of contents (their ``content_hash``) for ``owner`` (a user id,
+    ``NO_USER`` for tenant-wide records); ``erased``: the rows name
+    ``tombstones.ERASED`` instead of the owner (``erase_subject``)."""
+
+    tenant: Tenant
+    owner: str
+    hashes: tuple[str, ...]
+    at: datetime
+    erased: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DropTombstones:
+    """Lift the owner's tombstones of contents (their ``content_hash``), those of an
+    erased subject with the same user id included."""
+
+    tenant: Tenant
+    owner: str
+    hashes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AnonymiseTombstones:
+    """The subject's tombstones now belong to ``tombstones.ERASED``: they keep
+    stopping replays of its contents but name no user any more."""
+
+    subject: Subject
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,8 +339,9 @@ class Reconsolidate:
 
 Change = (
     Insert | Update | Place | Delete | UnlinkContests | Touch | Audit | PutGrants | DropGrants
-    | Outcome | Consolidated | Reconsolidate
-)
+    | Outcome | Consolidated | Reconsolidate | AddTombstones | DropTombstones
+    | AnonymiseTombstones
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,11 +395,13 @@ class Lease:
 @dataclass(slots=True)
 class Applied:
     """What ``Store.apply`` did: rows deleted and unlinked, grants added and removed,
-    audit ids in order."""
+    tombstones added and lifted, audit ids in order."""
 
     deleted: int = 0
     unlinked: int = 0
     audit_ids: list[str] = field(default_factory=list)
+    buried: int = 0
+    lifted: int = 0
     granted: int = 0
     revoked: int = 0
 
@@ -410,6 +466,17 @@ class Store(Protocol):
         there is one, else in one of its own)."""
         ...
 
+    def generation(self, tenant: Tenant) -> int:
+        """How many deletions the tenant has seen (0 before the first). Cheap (one
+        primary-key read): a process checks it before serving from its in-memory
+        copies. Inside a transaction it is read after the tenant's writer lock."""
+        ...
+
+    def tombstoned(self, tenant: Tenant, owner: str, hashes: Sequence[str]) -> set[str]:
+        """Which of the content ``hashes`` are tombstoned for ``owner`` (a user id,
+        ``NO_USER``), by its own rows or as an erased subject's."""
+        ...
+
     def close(self) -> None:
         """Release connections and caches."""
         ...
@@ -437,6 +504,8 @@ class Maintenance(Protocol):
     def delete_traces_naming(self, tenant: Tenant, ids: Sequence[str]) -> int: ...
 
     # erasure: what to delete, and evidence that it is gone
+    def records_of(self, tenant: Tenant, ids: Sequence[str]) -> list[Record]: ...
+    def tombstone_rows(self, tenant: Tenant, owners: Sequence[str]) -> int: ...
     def subject_ids(self, subject: Subject) -> list[str]: ...
     def derived_ids(self, tenant: Tenant, ids: Sequence[str]) -> list[str]: ...
     def successors(self, tenant: Tenant, ids: Sequence[str]) -> list[str]: ...
@@ -448,6 +517,14 @@ class Maintenance(Protocol):
     def forget_partition(self, subject: Subject) -> None: ...
     def holds_cached(self, tenant_id: str) -> bool: ...
     def scrub(self, strings: Sequence[str]) -> Scrub: ...
+
+    # the sweep: what is due, what may decay, how far each tenant was swept
+    def tenants(self) -> list[str]: ...
+    def due(self, tenant: Tenant, at: datetime, after: Record | None,
+            limit: int) -> list[Record]: ...  # fmt: skip
+    def prunable(self, tenant: Tenant, rule: PruneRule, after: str,
+                 limit: int) -> list[Record]: ...  # fmt: skip
+    def mark_swept(self, tenant: Tenant, at: datetime) -> datetime | None: ...
 
     # derived indexes
     def rebuild_lexical(self) -> None: ...

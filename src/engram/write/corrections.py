@@ -41,7 +41,7 @@ from engram.types import (
     Status,
     WriteResult,
 )
-from engram.write import copies, derivations, policy
+from engram.write import copies, derivations, policy, tombstones
 from engram.write.commit import Owner, commit, new_record
 from engram.write.decide import Decision
 from engram.write.index import embed_contents, vectors_enabled
@@ -160,9 +160,13 @@ def correct(
         if vector is not None and store.vector_model() not in (None, embedder.model_id):
             vector = None  # re-indexed under another model meanwhile
         model = embedder.model_id if vector is not None else None
-        new = new_record(proposal, owner, decision, now, config,
-                         content_hash(proposal.content), model)  # fmt: skip
-        return commit(store, decision, new, vector, proposal, owner, now)
+        digest = content_hash(proposal.content)
+        new = new_record(proposal, owner, decision, now, config, digest, model)
+        result = commit(store, decision, new, vector, proposal, owner, now)
+        stated = dataclasses.replace(owner, stated=True)  # the user's own words: lifts
+        if tombstones.buried(store, stated, [digest]):
+            tombstones.lift(store, stated, [digest], [new.id], now)
+        return result
 
 
 def _finish(

@@ -9,7 +9,10 @@ on what the transaction sees and a batch lands whole or not at all.
 
 A prepared batch is made of units (``write.passages.Unit``): one proposal, or
 the passages of one long content, which are decided together (``_group``) and
-give one ``WriteResult``.
+give one ``WriteResult``. A unit whose content (any passage of it) was forgotten
+or erased meets its tombstone inside the transaction (``write.tombstones``): it
+is REJECTed ``tombstoned``, or, stated again explicitly, written and the
+tombstone lifted.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from engram.store.contract import Audit, Change, SlotProbe, Update
 from engram.store.open import Backend
 from engram.store.predicate import OwnerSlot
 from engram.types import Operation, Proposal, Record, Status, WriteResult
-from engram.write import passages, policy
+from engram.write import passages, policy, tombstones
 from engram.write.commit import Owner, commit, new_record
 from engram.write.decide import Decision, SlotState, decide
 from engram.write.index import embed_contents, vectors_enabled
@@ -120,13 +123,22 @@ class WritePath:
         vectors = prepared.vectors if model else (None,) * len(prepared.vectors)
         parts = list(zip(prepared.proposals, prepared.verdicts, prepared.hashes, vectors,
                          strict=True))  # fmt: skip
+        buried = tombstones.buried(self._store, owner, prepared.hashes)
         results = []
         for span in prepared.units():
             unit = parts[span]
+            met = [digest for _, _, digest, _ in unit if digest in buried]
+            if met and not tombstones.lifts(owner, unit[0][0]):
+                results.append(commit(self._store, tombstones.refusal(), None, None, unit[0][0],
+                                      owner, now))  # fmt: skip
+                continue
             if len(unit) == 1:
                 results.append(self._one(owner.slot, owner, *unit[0], now, unseen=unseen))
             else:
                 results.append(self._group(owner, unit, now))
+            if met and results[-1].record is not None:
+                written = [results[-1].record.id, *results[-1].passages[1:]]
+                tombstones.lift(self._store, owner, met, written, now)
         return results
 
     def _group(

@@ -6,10 +6,11 @@ Differences from the SQLite store, each because PostgreSQL is a server:
   only the subject's consolidation run row, ``counter_rows`` is 0 and
   ``holds_cached`` is False; the
   process-wide stem cache is still dropped (the rerank shares it);
-* ``scrub`` cannot read the server's files: it runs ``VACUUM`` on the tables an
-  erasure touched, so dead row versions are pruned, and names only that check.
-  PostgreSQL does not zero freed space, and WAL keeps old pages until recycled:
-  the receipt claims no byte scan (the SQLite store's ``file bytes`` checks).
+* ``scrub`` runs ``VACUUM`` on the tables an erasure touched and checks dead
+  tuples; it scans the relation files only where this process can read them (a
+  local server), and rewrites the tables when they still hold erased bytes
+  (``store.postgres.physical``). PostgreSQL does not zero freed space, and the
+  WAL keeps old pages until recycled: neither is claimed otherwise.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from psycopg.pq import TransactionStatus
 from engram.errors import StoreError
 from engram.store import erasure, lexicon
 from engram.store.dialect import POSTGRES
-from engram.store.postgres import sql, traces
+from engram.store.postgres import physical, sql, traces
 from engram.store.postgres import vectors as vector_sql
 from engram.store.postgres.audit import AuditLog
 from engram.store.postgres.schema import TEXT_CONFIG_KEY, VECTOR_DIM_KEY, VECTOR_MODEL_KEY
@@ -39,7 +40,6 @@ _MUTABLE = (
     "status", "valid_to", "superseded_by", "contested_with", "updated_at", "confidence",
     "observed_at", "expires_at", "access_count", "last_accessed_at", "embedding_model",
 )  # fmt: skip
-_VACUUMED = ("records", "traces", "forgotten")
 _SUBJECT_TABLES = (
     ("records", "r"), ("traces", "t"), ("procedure_stats", "s"), ("consolidated", "c"),
     ("consolidation_runs", "k"),
@@ -209,18 +209,17 @@ class Admin(AuditLog):
         return False
 
     def scrub(self, strings: Sequence[str]) -> erasure.Scrub:
-        """``VACUUM`` the tables an erasure deletes from (outside any transaction),
-        and say so; see the module docstring for what is not checked."""
+        """After an erasure commits, outside any transaction: ``VACUUM``, dead tuples,
+        the relation files when readable here, a rewrite if configured
+        (``store.postgres.physical``: what is and is not checked)."""
         wanted = erasure.windows(strings)
         if self.in_transaction:
             return erasure.Scrub(("vacuum",), ("vacuum",), wanted.strings, wanted.short)
         try:
             with self._unlimited("vacuum") as conn:
-                for table in _VACUUMED:
-                    conn.execute(f"VACUUM {table}")
+                return physical.scrub(conn, strings, self.config.erasure_rewrite)
         except StoreError:
             return erasure.Scrub(("vacuum",), ("vacuum",), wanted.strings, wanted.short)
-        return erasure.Scrub(("vacuum",), (), wanted.strings, wanted.short)
 
     # -- derived indexes ----------------------------------------------------------
 

@@ -36,6 +36,10 @@ both backends. What differs:
 * ``0009_merge_links`` (SQLite's 0018): an index on ``superseded_by``, which the
   version walk follows backwards (a merged fact is superseded by its survivor
   without the survivor naming it).
+* ``0010_tombstones`` to ``0012_sweeps`` (SQLite's 0019-0021), forgetting and
+  erasure: ``tombstones`` and ``tombstone_keys``, ``cache_generations`` (bumped
+  by every deletion: every process serving the database drops its in-memory
+  copies of the tenant) and ``sweeps`` (how far each tenant was swept).
 """
 
 from __future__ import annotations
@@ -226,6 +230,31 @@ CREATE INDEX records_superseded_by ON records (tenant_id, superseded_by)
 """
 
 
+_TOMBSTONES = """
+CREATE TABLE tombstone_keys (tenant_id text PRIMARY KEY, key bytea NOT NULL);
+CREATE TABLE tombstones (
+    tenant_id text NOT NULL,
+    user_id text NOT NULL,
+    digest text NOT NULL,
+    at bigint NOT NULL,
+    PRIMARY KEY (tenant_id, user_id, digest)
+);
+"""
+
+_CACHE_GENERATIONS = """
+CREATE TABLE cache_generations (tenant_id text PRIMARY KEY, generation bigint NOT NULL);
+"""
+
+_SWEEPS = """
+CREATE TABLE sweeps (
+    tenant_id text PRIMARY KEY,
+    swept_to bigint NOT NULL,
+    runs bigint NOT NULL DEFAULT 0
+);
+CREATE INDEX records_due ON records (tenant_id, expires_at, id) WHERE expires_at IS NOT NULL;
+"""
+
+
 def migrations(text_search: str) -> tuple[tuple[str, str], ...]:
     """The migrations in order, as (name, SQL); ``text_search`` is the configuration
     a new schema's ``tsvector`` column uses (an existing one keeps its own)."""
@@ -239,4 +268,7 @@ def migrations(text_search: str) -> tuple[tuple[str, str], ...]:
         ("0007_share_grants", _SHARE_GRANTS),
         ("0008_consolidation", _CONSOLIDATION),
         ("0009_merge_links", _MERGE_LINKS),
+        ("0010_tombstones", _TOMBSTONES),
+        ("0011_cache_generations", _CACHE_GENERATIONS),
+        ("0012_sweeps", _SWEEPS),
     )

@@ -75,8 +75,19 @@ def _tenant_of(change: contract.Change) -> str:
     """The tenant a change writes to (its writer lock is taken first)."""
     if isinstance(change, (contract.Insert, contract.Update, contract.Place)):
         return change.record.tenant_id
-    if isinstance(change, (contract.Delete, contract.UnlinkContests, contract.Reconsolidate)):
+    if isinstance(
+        change,
+        (
+            contract.Delete,
+            contract.UnlinkContests,
+            contract.Reconsolidate,
+            contract.AddTombstones,
+            contract.DropTombstones,
+        ),
+    ):
         return change.tenant.tenant_id
+    if isinstance(change, contract.AnonymiseTombstones):
+        return change.subject.tenant_id
     if isinstance(change, contract.Touch):
         return change.vis.tenant_id
     if isinstance(change, contract.PutGrants):
@@ -282,6 +293,11 @@ class PostgresStore(Shares, Lifecycle):
         elif isinstance(change, contract.Delete):
             if change.ids:
                 applied.deleted += int(on(conn, sql.delete(change.tenant, change.ids))[0][0])
+            conn.execute(*lifecycle_sql.bump(change.tenant))
+        elif isinstance(
+            change, (contract.AddTombstones, contract.DropTombstones, contract.AnonymiseTombstones)
+        ):
+            self.apply_tombstones(conn, change, applied)
         elif isinstance(change, contract.UnlinkContests):
             if change.ids:
                 query = sql.unlink_contests(change.tenant, change.ids, to_micros(change.at) or 0)

@@ -35,6 +35,15 @@ consolidation has read, each once) and ``consolidation_runs`` (one row per
 subject: who holds the consolidation lease, until when, and the ``now`` of the
 last finished run). A deleted record takes its statistics and its mark with it
 (a trigger); an erasure deletes the subject's run row.
+
+0019-0021 serve forgetting and erasure (``docs/erasure.md``): ``tombstones``
+holds keyed digests of erased contents per owner (never the text; the key of
+each tenant is in ``tombstone_keys``), ``cache_generations`` counts each
+tenant's deletions so every process serving the file knows when its in-memory
+copies are stale, and ``sweeps`` remembers how far each tenant was swept (a
+sweep with an earlier clock is reported). Two indexes serve the sweep's scans, and
+one the unlinking of contest partners every deletion does (it scanned the
+tenant's every record per batch without it).
 """
 
 from __future__ import annotations
@@ -359,6 +368,45 @@ CREATE INDEX records_superseded_by ON records (tenant_id, superseded_by)
     WHERE superseded_by IS NOT NULL;
 """
 
+# Keyed digests of erased contents (``store.tombstones``): a non-explicit write of
+# the same normalised content for the same owner (or any owner, for an erased
+# subject's contents) is refused. ``user_id`` is the owner, '' for tenant-wide
+# records, ``:erased`` for a subject erased since (no user is named any more).
+_TOMBSTONES = """
+CREATE TABLE tombstone_keys (
+    tenant_id TEXT NOT NULL PRIMARY KEY,
+    key BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE tombstones (
+    tenant_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, user_id, digest)
+) WITHOUT ROWID;
+"""
+
+# One row per tenant, bumped by every deletion in the same transaction: a process
+# that sees a new value drops what it holds in memory of that tenant.
+_CACHE_GENERATIONS = """
+CREATE TABLE cache_generations (
+    tenant_id TEXT NOT NULL PRIMARY KEY,
+    generation INTEGER NOT NULL
+) WITHOUT ROWID;
+"""
+
+_SWEEPS = """
+CREATE TABLE sweeps (
+    tenant_id TEXT NOT NULL PRIMARY KEY,
+    swept_to INTEGER NOT NULL,
+    runs INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE INDEX records_due ON records (tenant_id, expires_at, id) WHERE expires_at IS NOT NULL;
+CREATE INDEX records_tenant_order ON records (tenant_id, id);
+CREATE INDEX records_contested ON records (tenant_id, contested_with)
+    WHERE contested_with IS NOT NULL;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_meta", _META),
     ("0002_records", _RECORDS),
@@ -378,4 +426,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0016_share_grants", _SHARE_GRANTS),
     ("0017_consolidation", _CONSOLIDATION),
     ("0018_merge_links", _MERGE_LINKS),
+    ("0019_tombstones", _TOMBSTONES),
+    ("0020_cache_generations", _CACHE_GENERATIONS),
+    ("0021_sweeps", _SWEEPS),
 )

@@ -128,5 +128,5 @@ class ImportQuery(Strict):
         """The importing context (``Identity.context``'s rules); the user is required."""
         if self.user_id is None:
             raise IncompleteIdentity("a JSON Lines import names its user in the query: "
-                                     "POST /v1/import?user_id=...")  # fmt: skip
+                                     "POST /v1/import with the user_id parameter")  # fmt: skip
         return IdentityQuery(**self.fields("rehome")).context(caller)

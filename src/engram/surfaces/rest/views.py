@@ -14,7 +14,7 @@ Records keep every field of ``Record.to_dict``; traces stay what
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastapi import Response
@@ -180,6 +180,9 @@ class ForgetOut(Out):
     failed: list[str]
     scanned: int
     short: int
+    counts: dict[str, int]  # what each check found (0 everywhere after a clean erasure)
+    audit_id: str | None  # the hash of the audit entry the deletion wrote
+    tombstones: int  # contents tombstoned (docs/erasure.md)
 
 
 class ErasureOut(Out):
@@ -196,6 +199,9 @@ class ErasureOut(Out):
     scanned: int
     short: int
     working: int
+    counts: dict[str, int]  # what each check found (0 everywhere after a clean erasure)
+    audit_id: str | None  # the hash of the audit entry the deletion wrote
+    tombstones: int  # contents tombstoned (docs/erasure.md)
 
 
 class ExportOut(Out):
@@ -293,9 +299,12 @@ def recall_view(result: RecallResult) -> dict[str, Any]:
 
 
 def receipt_view(receipt: ForgetReceipt | ErasureReceipt | AuditReport) -> dict[str, Any]:
-    """A receipt or report (a dataclass of plain values) as JSON."""
-    return {name: list(value) if isinstance(value, tuple) else value
-            for name, value in dataclasses.asdict(receipt).items()}  # fmt: skip
+    """A receipt or report (a dataclass of plain values) as JSON; not ``asdict``,
+    which cannot copy a receipt's read-only ``counts``."""
+    fields = {f.name: getattr(receipt, f.name) for f in dataclasses.fields(receipt)}
+    return {name: list(value) if isinstance(value, tuple)
+            else dict(value) if isinstance(value, Mapping) else value
+            for name, value in fields.items()}  # fmt: skip
 
 
 def import_view(report: ImportReport) -> dict[str, Any]:
