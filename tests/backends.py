@@ -39,7 +39,11 @@ REDIS_URL = os.environ.get("ENGRAM_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 # Tables a test writes; emptied between uses of the recycled database. The audit
 # log refuses TRUNCATE by trigger, so the reset disables it for the statement.
-_TABLES = "records, forgotten, audit, audit_heads, audit_subjects, traces, share_grants"
+_TABLES = (
+    "records, forgotten, audit, audit_heads, audit_subjects, traces, share_grants,"
+    " procedure_stats, consolidated, consolidation_runs, tombstones, tombstone_keys,"
+    " cache_generations, sweeps"
+)
 _RESET = (
     "ALTER TABLE audit DISABLE TRIGGER audit_no_truncate;"
     f" TRUNCATE {_TABLES} RESTART IDENTITY;"

@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from engram.errors import ConfigError
+from engram.lifecycle.sweep_config import SweepConfig
 from engram.limits import shown
 from engram.store.config import PostgresConfig, SQLiteConfig, StoreConfig
 from engram.types import Retention, SourceKind, Tier
@@ -26,11 +27,13 @@ __all__ = [
     "RETENTION_PERIODS",
     "Budget",
     "Config",
+    "ConsolidationConfig",
     "PostgresConfig",
     "RecallConfig",
     "SQLiteConfig",
     "ScoreWeights",
     "StoreConfig",
+    "SweepConfig",
     "TypePolicy",
     "WorkingConfig",
     "WritePolicy",
@@ -133,6 +136,9 @@ class ScoreWeights:
     preference (``RecallConfig.standing_pattern``: "Always cite sources when I ask
     about ...", "I prefer e-books ..."), because such a statement governs every
     later request on its subject while sharing few words with it.
+    ``outcome`` weighs a procedure's smoothed success rate against the prior's mean
+    (``RecallConfig.outcome_prior``): a procedure without outcomes scores as if it
+    had none, each success lifts it and each failure lowers it.
     """
 
     semantic: float = 0.40
@@ -149,6 +155,7 @@ class ScoreWeights:
     speaker: float = 0.10
     period: float = 0.20
     standing: float = 0.125
+    outcome: float = 0.20
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +223,9 @@ class RecallConfig:
     ``trace_retention`` is how many recall traces each tenant keeps in storage (the
     newest; one tenant's traffic never evicts another's); ``usage_flush_seconds``
     how long traces and access counts are batched in memory before being written.
+    ``outcome_prior`` is the (successes, failures) of the Beta prior that smooths a
+    procedure's success rate (``Engram.record_outcome``): (1, 1), a uniform prior,
+    reads a procedure with one success as 2/3, not 1.
     """
 
     key_limit: int = 50
@@ -258,6 +268,7 @@ class RecallConfig:
     budget: Budget = field(default_factory=Budget)
     trace_retention: int = 1000
     usage_flush_seconds: float = 1.0
+    outcome_prior: tuple[float, float] = (1.0, 1.0)
 
     def __post_init__(self) -> None:
         """Reject values that would fail later, mid-recall or in the background (a
@@ -282,6 +293,8 @@ class RecallConfig:
             raise ConfigError("recall.usage_flush_seconds must be in (0, 86400]")
         if not 0 <= self.context_max_gap_seconds < math.inf:
             raise ConfigError("recall.context_max_gap_seconds must be finite and >= 0")
+        if len(self.outcome_prior) != 2 or not all(0 < p < math.inf for p in self.outcome_prior):
+            raise ConfigError("recall.outcome_prior must be two finite numbers > 0")
         try:
             re.compile(self.standing_pattern)
         except re.error as exc:
@@ -296,6 +309,58 @@ class RecallConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ConsolidationConfig:
+    """The sleep cycle (``Engram.consolidate``): which episodes, how they are grouped,
+    how long a summary may be, when facts merge, how long a consolidator's lease lasts.
+
+    Episodes (``episode_types``) observed more than ``min_age_days`` before ``now``
+    are grouped by session (their owner, scope and governance, and no gap longer than
+    ``session_gap_minutes``), then by topic within a session: a group takes at least
+    ``min_topic_episodes`` before an episode less similar than ``topic_similarity``
+    to it starts the next, and at most ``max_group_episodes``. Each group becomes
+    one ``summary_type`` record of at most ``summary_max_chars`` characters. Active
+    semantic facts of one slot whose vectors are at least ``merge_cosine`` alike
+    merge. ``lease_seconds`` bounds how long a consolidator that died keeps a user
+    locked; ``page_size`` is how many records one scan reads.
+    """
+
+    min_age_days: float = 7.0
+    episode_types: tuple[str, ...] = ("episode", "incident")
+    summary_type: str = "summary"
+    session_gap_minutes: float = 60.0
+    topic_similarity: float = 0.2
+    min_topic_episodes: int = 3
+    max_group_episodes: int = 16
+    summary_max_chars: int = 1000
+    merge_cosine: float = 0.92
+    lease_seconds: float = 600.0
+    page_size: int = 500
+
+    def __post_init__(self) -> None:
+        """Refuse values no run could use (a negative age, an empty group, NaN)."""
+        positive = ("min_age_days", "session_gap_minutes", "lease_seconds")
+        for name in positive:
+            if not 0 <= getattr(self, name) < math.inf:
+                raise ConfigError(f"consolidation.{name} must be finite and >= 0")
+        counts = ("min_topic_episodes", "max_group_episodes", "page_size")
+        for name in counts:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"consolidation.{name} must be an integer >= 1")
+        if not 1 <= self.max_group_episodes <= 256:  # limits.MAX_DERIVED_FROM
+            raise ConfigError("consolidation.max_group_episodes must be at most 256")
+        if not 200 <= self.summary_max_chars <= 8000:
+            raise ConfigError("consolidation.summary_max_chars must be in [200, 8000]")
+        for name in ("topic_similarity", "merge_cosine"):
+            if not -1.0 <= getattr(self, name) <= 1.0:
+                raise ConfigError(f"consolidation.{name} must be in [-1, 1]")
+        if not self.episode_types:
+            raise ConfigError("consolidation.episode_types must name at least one type")
+        if self.summary_type in self.episode_types:
+            raise ConfigError("consolidation.summary_type must not be one of its episode_types")
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """Everything tunable about one Engram instance."""
 
@@ -305,12 +370,18 @@ class Config:
     store: StoreConfig = field(default_factory=StoreConfig)
     default_type: str = "fact"
     working: WorkingConfig = field(default_factory=WorkingConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
+    consolidation: ConsolidationConfig = field(default_factory=ConsolidationConfig)
 
     def __post_init__(self) -> None:
         if not self.types:
             raise ConfigError("config.types must define at least one memory type")
         if self.default_type not in self.types:
             raise ConfigError(f"default_type {self.default_type!r} is not in config.types")
+        named = (self.consolidation.summary_type, *self.consolidation.episode_types)
+        unknown = [name for name in named if name not in self.types]
+        if unknown:
+            raise ConfigError(f"consolidation names unknown memory types: {unknown}")
         object.__setattr__(self, "types", MappingProxyType(dict(self.types)))
 
     def policy(self, type_name: str) -> TypePolicy:

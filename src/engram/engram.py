@@ -14,11 +14,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from engram import limits
+from engram import arguments, limits
 from engram.clock import Clock, SystemClock, require_aware
 from engram.config import Budget, Config
 from engram.embed import Embedder, create_embedder
 from engram.errors import (
+    Conflict,
     EngramError,
     Forbidden,
     InvalidArgument,
@@ -28,23 +29,30 @@ from engram.errors import (
 from engram.facade_lifecycle import LifecycleFacade
 from engram.lifecycle import audit_log
 from engram.lifecycle import forget as forgetting
-from engram.lifecycle.transfer import ImportReport, export_rows, import_rows
+from engram.lifecycle import sweep as sweeping
+from engram.lifecycle.caches import CacheGuard
+from engram.lifecycle.consolidate import ConsolidationReport, ProcedureOutcomes, Summariser, Tools
+from engram.lifecycle.consolidate import consolidate as run_consolidation
+from engram.lifecycle.consolidate.outcomes import record_outcome
+from engram.lifecycle.consolidate.progress import Progress
+from engram.lifecycle.export_view import export_rows
+from engram.lifecycle.sweep import Consolidator, SweepReport
+from engram.lifecycle.transfer import ImportReport, import_rows
 from engram.recall.budget import (
     ApproxTokenCounter,
+    Minimums,
     TokenCounter,
-    minimum_tokens,
     validate_budget,
 )
 from engram.recall.model import RecallResult
 from engram.recall.pipeline import Request
 from engram.recall.pipeline import run as run_pipeline
-from engram.recall.render import render
 from engram.recall.usage import UsageRecorder
 from engram.scope import GLOBAL, Context, Scope, resolve
 from engram.store.audit import AuditReport
 from engram.store.contract import Listing
 from engram.store.open import Backend, open_store
-from engram.store.predicate import Visibility
+from engram.store.predicate import NO_USER, Subject, Visibility
 from engram.store.sqlite import SQLiteStore
 from engram.types import (
     Authority,
@@ -55,10 +63,8 @@ from engram.types import (
     Turn,
     WriteResult,
     as_seen,
-    parse_enum,
 )
 from engram.working import ScopedWorking, WorkingMemory, WorkingStore, open_working, scope_for
-from engram.working import erasure as working_erasure
 from engram.working.recall import live_records
 from engram.working.sqlite import SQLiteWorking
 from engram.write import corrections
@@ -72,7 +78,6 @@ from engram.write.propose import Proposer, RuleProposer
 
 __all__ = ["Engram"]
 
-_STATUS_ALL = tuple(status.value for status in Status)
 _MAX_URL = 4096
 _MAX_INTENT = 64
 
@@ -93,9 +98,13 @@ class Engram(LifecycleFacade):
         self.clock: Clock = clock or SystemClock()
         self._writer = WritePath(store, embedder, self.config)
         self.token_counter: TokenCounter = ApproxTokenCounter()
-        self._minimums: dict[tuple[str, tuple[str, ...]], tuple[TokenCounter, int]] = {}
+        self._minimums = Minimums(self.config.types)
         rc = self.config.recall
         self._usage = UsageRecorder(store, rc.usage_flush_seconds, rc.trace_retention)
+        self._caches = CacheGuard(store, self._drop_copies)
+        # What ``sweep`` runs before it drops a user's episodes: this store's
+        # consolidation (replaceable, e.g. by ``lifecycle.sweep.no_consolidation``).
+        self.consolidator: Consolidator = self._consolidate_before_sweep
 
     @classmethod
     def open(
@@ -150,6 +159,13 @@ class Engram(LifecycleFacade):
 
     # -- helpers ---------------------------------------------------------------
 
+    def _drop_copies(self, tenant_id: str, generation: int) -> None:
+        """Let go of what this process holds of a tenant after a deletion here or in
+        another process (``lifecycle.caches``)."""
+        self.store.forget_partition(Subject(tenant_id, NO_USER))
+        forgetting.drop_text_caches()
+        self._usage.forget_before(tenant_id, generation)
+
     def _now(self, now: datetime | None) -> datetime:
         return self.clock.now() if now is None else require_aware(now, "now")
 
@@ -195,9 +211,16 @@ class Engram(LifecycleFacade):
         with no lock held, then each chunk decides and commits in one transaction,
         so the write lock is held briefly however large the batch. A batch of at
         most one chunk lands whole or not at all; when a later chunk fails,
-        ``PartialWrite`` carries the results of the chunks that committed.
+        ``PartialWrite`` carries the results of the chunks that committed. An item
+        with explicit authority lifts the tombstone of content forgotten before.
         """
+        return self._write(ctx, items, now, stated=True)
+
+    def _write(self, ctx: Context, items: Iterable[Mapping[str, Any]], now: datetime | None,
+               stated: bool) -> builtins.list[WriteResult]:  # fmt: skip
+        """``remember_many``; ``stated`` False for proposals (``Owner.stated``)."""
         scope = resolve(ctx)
+        self._caches.check(scope.tenant_id)  # the embedder caches texts: stale ones go first
         when = self._now(now)
         staged = stage(self.config, scope, items, when)
         size = self.config.write.batch_items
@@ -205,7 +228,7 @@ class Engram(LifecycleFacade):
         for start in range(0, len(staged), size):
             try:
                 results += write_chunk(self.store, self._writer, scope,
-                                       staged[start : start + size], when)  # fmt: skip
+                                       staged[start : start + size], when, stated)  # fmt: skip
             except EngramError as exc:
                 if not results:
                     raise
@@ -222,13 +245,14 @@ class Engram(LifecycleFacade):
         """Turn conversation turns into memories: a proposer suggests, the write path decides.
 
         The default proposer is the deterministic ``RuleProposer``; an
-        ``LLMProposer`` may be passed, and its proposals meet the same policy.
+        ``LLMProposer`` may be passed, and its proposals meet the same policy. A
+        proposal of forgotten or erased content is REJECTed ``tombstoned``.
         """
         resolve(ctx)
         check_turns(turns)
         proposals = (proposer or RuleProposer()).propose(list(turns))
         items = [proposal_item(p) for p in proposals]
-        return self.remember_many(ctx, items, now=now) if items else []
+        return self._write(ctx, items, now, stated=False) if items else []
 
     def remember_global(self, tenant_id: str, content: str, *, now: datetime | None = None,
                         **fields: Any) -> WriteResult:  # fmt: skip
@@ -244,7 +268,7 @@ class Engram(LifecycleFacade):
         if Source.coerce(fields.get("source")).kind == SourceKind.CONVERSATION:
             fields.setdefault("authority", Authority.EXPLICIT_ADMIN)
         proposal = build_proposal(self.config, content, scope=GLOBAL, **fields)
-        owner = Owner(scope.tenant_id, None, None, GLOBAL, "admin")
+        owner = Owner(scope.tenant_id, None, None, GLOBAL, "admin", stated=True)
         when = self._now(now)
         unit = expand(proposal, GLOBAL, self.config.write, when)
         return self._writer.write(owner, [unit], when)[0]
@@ -277,19 +301,82 @@ class Engram(LifecycleFacade):
         return corrections.expire(self.store, vis, record.id, actor(scope), self._now(now))
 
     def forget(self, ctx: Context, memory_id: str) -> forgetting.ForgetReceipt:
-        """Hard-delete a memory, all its versions and copies derived from them."""
+        """Hard-delete a memory, all its versions and copies derived from them; its
+        content is tombstoned, and every process drops its cached copies
+        (``docs/erasure.md``). The receipt says what the verification pass checked."""
         scope, vis = self._visible(ctx)
         record = self._own_record(vis, memory_id)
         return forgetting.forget(self.store, vis, record, actor(scope), self._now(None),
-                                 self._usage)  # fmt: skip
+                                 self._usage, self.working_store, self._caches.invalidate,
+                                 self.config.consolidation.summary_type)  # fmt: skip
 
     def erase_subject(self, tenant_id: str, user_id: str) -> forgetting.ErasureReceipt:
-        """Administrative erasure of one user's every record, vector, trace and derived copy."""
+        """Administrative erasure of one user's every record, vector, trace, working
+        item and derived copy, verified store by store (``docs/erasure.md``)."""
         scope = resolve(Context(tenant_id=tenant_id, user_id=user_id))
-        return working_erasure.erase_subject(
-            self.working_store, scope.tenant_id, scope.user_id,
-            lambda: forgetting.erase_subject(self.store, scope.tenant_id, scope.user_id,
-                                             self._now(None), self._usage))  # fmt: skip
+        return forgetting.erase_subject(self.store, scope.tenant_id, scope.user_id,
+                                        self._now(None), self._usage, self.working_store,
+                                        self._caches.invalidate)  # fmt: skip
+
+    def sweep(self, tenant_id: str | None = None, now: datetime | None = None) -> SweepReport:
+        """Administrative forgetting: hard-delete what retention ended and what decay
+        pruned (``config.sweep``), in one tenant or every tenant, in short batches;
+        episodes are consolidated first (``self.consolidator``). See
+        ``lifecycle.sweep`` and ``docs/lifecycle.md``."""
+        tenant = None if tenant_id is None else resolve(
+            Context(tenant_id=tenant_id, user_id="admin")).tenant_id  # fmt: skip
+        return sweeping.sweep(self.store, self.config.sweep, self._now(now), tenant,
+                              self.consolidator, self._usage,
+                              self._caches.invalidate)  # fmt: skip
+
+    def _consolidate_before_sweep(
+        self, tenant_id: str, user_id: str | None, now: datetime
+    ) -> ConsolidationReport | None:
+        """The sweep's ``Consolidator``: consolidate the user's episodes before the sweep
+        drops them. Raises ``Conflict`` when another consolidator holds the user, so the
+        sweep keeps that user's episodes for the next sweep. Tenant-wide episodes (no
+        user) are not consolidated (consolidation runs per user)."""
+        if user_id is None:
+            return None
+        report = self.consolidate(tenant_id, user_id, now, progress=False)
+        if report.busy_users:
+            raise Conflict(f"user {user_id!r} is being consolidated elsewhere")
+        return report
+
+    def consolidate(
+        self, tenant_id: str, user_id: str | None = None, now: datetime | None = None, *,
+        summariser: Summariser | None = None, proposer: Proposer | None = None,
+        progress: bool | None = None,
+    ) -> ConsolidationReport:  # fmt: skip
+        """The sleep cycle for one user, or each user of a tenant (docs/lifecycle.md).
+
+        Episodes older than ``config.consolidation.min_age_days`` become summaries
+        (``summariser``: extractive by default) linked to them by
+        ``source.derived_from``; the facts they state go through ``proposer`` and the
+        write policy; the procedure outcomes they report are counted; near-duplicate
+        facts merge. Each user runs under a lease (another consolidator's user is
+        reported busy); a ``now`` earlier than the user's last run is
+        ``InvalidArgument``; a user with no memories is ``NotFound``. The same ``now``
+        twice changes nothing the second time, and an interrupted run resumes where
+        it stopped. ``progress`` None draws a bar when stderr is a terminal."""
+        named = tenant_id if user_id is None else user_id  # None: every user of the tenant
+        checked = resolve(Context(tenant_id=tenant_id, user_id=named))
+        user = None if user_id is None else checked.user_id
+        tools = Tools.checked(self.store, self._writer, self.config, summariser, proposer)
+        return run_consolidation(tools, checked.tenant_id, user, self._now(now),
+                                 Progress.of(f"consolidate {checked.tenant_id}", progress))
+
+    def record_outcome(
+        self, ctx: Context, procedure_id: str, success: bool, reward: float | None = None,
+        now: datetime | None = None,
+    ) -> ProcedureOutcomes:  # fmt: skip
+        """Count one success or failure (with an optional ``reward`` in [-1, 1]) of the
+        caller's active procedure; recall ranks procedures by the smoothed success
+        rate. One transaction, one audit entry; returns the counts after it."""
+        scope, vis = self._visible(ctx)
+        record = self._own_record(vis, procedure_id)
+        return record_outcome(self.store, vis, record, success, reward, actor(scope),
+                              self._now(now), self.config.recall)  # fmt: skip
 
     def working(self, ctx: Context, kind: str | None = None) -> WorkingMemory:
         """Working memory of the caller's task (``kind="task"``) or session
@@ -323,26 +410,19 @@ class Engram(LifecycleFacade):
                           None if as_of is None else require_aware(as_of, "as_of"),
                           lambda n: live_records(self.working_store, scope, self.config, when,
                                                  n))  # fmt: skip
+        generation = self._caches.check(scope.tenant_id)  # a deletion elsewhere drops copies
         epoch = self._usage.epoch  # usage of a recall an erasure overtakes is dropped
         result = run_pipeline(request, self.store, self.embedder, self.config, self.token_counter)
         vis = Visibility.of(scope)
         self._usage.record(vis, result.ids, when, result.trace.trace_id,
-                           result.trace.to_dict(), epoch)  # fmt: skip
+                           result.trace.to_dict(), epoch, generation)  # fmt: skip
         return result
 
     def _minimum_tokens(self, layout: str, scope: Scope | None = None) -> int:
         """Tokens of the smallest block in ``layout`` under this instance's counter that
         shows any item ``scope`` may be shown (any type, any of its scopes), cut short."""
         scopes = scope.visible_scopes if scope is not None else ("user", GLOBAL)
-        counter, key = self.token_counter, (layout, scopes)
-        known = self._minimums.get(key)
-        if known is None or known[0] is not counter:  # the counter may be replaced
-            if len(self._minimums) > 1024:
-                self._minimums.clear()
-            known = self._minimums[key] = (counter, minimum_tokens(
-                lambda c: render(c, self.config.types, layout=layout), counter,
-                self.config.types, scopes))  # fmt: skip
-        return known[1]
+        return self._minimums.of(layout, scopes, self.token_counter)
 
     def trace(self, ctx: Context, trace_id: str) -> dict[str, Any]:
         """A recall trace by id, readable only under the visibility it was recorded
@@ -350,6 +430,7 @@ class Engram(LifecycleFacade):
         recall saw); ``NotFound`` otherwise."""
         _, vis = self._visible(ctx)
         trace_id = limits.identifier(trace_id, "trace_id")
+        self._caches.check(vis.tenant_id)
         body = self._usage.pending_trace(vis, trace_id) or self.store.get_trace(vis, trace_id)
         if body is None:
             raise NotFound(f"no trace {trace_id!r} for this context")
@@ -374,18 +455,8 @@ class Engram(LifecycleFacade):
     ) -> builtins.list[Record]:  # fmt: skip
         """Visible memories, newest first; ``status=None`` lists every status."""
         _, vis = self._visible(ctx)
-        if type is not None:
-            if not isinstance(type, str):
-                raise InvalidArgument(f"type must be a string, got {builtins.type(type).__name__}")
-            self.config.policy(type)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
-            raise InvalidArgument("limit must be an integer between 1 and 10000")
-        if isinstance(offset, bool) or not isinstance(offset, int):
-            raise InvalidArgument("offset must be a non-negative integer")
-        if not 0 <= offset <= limits.MAX_OFFSET:
-            raise InvalidArgument(f"offset must be between 0 and {limits.MAX_OFFSET}")
         now = self.clock.now()
-        page = Listing(_statuses(status), type, limit, offset, now)
+        page = arguments.listing(self.config, type, status, limit, offset, now)
         rows = self.store.listing(vis, page)
         return [as_seen(r, now) for r in rows]
 
@@ -402,7 +473,7 @@ class Engram(LifecycleFacade):
         _, vis = self._visible(ctx)
         now = self.clock.now()
         every = reversed(self.store.listing(vis, Listing()))  # oldest first
-        return export_rows(as_seen(r, now) for r in every if r.scope != GLOBAL)
+        return export_rows((r for r in every if r.scope != GLOBAL), now)
 
     def import_records(self, ctx: Context, rows: Sequence[Mapping[str, Any]]) -> ImportReport:
         """Import exported rows under ``ctx``'s ownership (ids re-issued, links kept)."""
@@ -430,12 +501,3 @@ class Engram(LifecycleFacade):
         (the only write that embeds under the lock; run it when the store is idle)."""
         return rebuild(self.store, self.embedder)
 
-
-def _statuses(status: str | Status | Sequence[str | Status] | None) -> tuple[str, ...]:
-    if status is None:
-        return _STATUS_ALL
-    if isinstance(status, str):
-        return (parse_enum(Status, status, "status").value,)
-    if not isinstance(status, Sequence):
-        raise InvalidArgument("status must be a status, a list of statuses, or None")
-    return tuple(parse_enum(Status, s, "status").value for s in status)

@@ -24,6 +24,7 @@ from engram.lifecycle import grants, jsonl
 from engram.lifecycle import share as sharing
 from engram.lifecycle.transfer import ImportReport, import_rows
 from engram.recall.model import RecallResult
+from engram.recall.usage import UsageRecorder
 from engram.scope import Context, resolve
 from engram.store.open import Backend
 from engram.store.predicate import Tenant
@@ -53,6 +54,8 @@ class _Host(Protocol):
     def config(self) -> Config: ...
     @property
     def clock(self) -> Clock: ...
+    @property
+    def _usage(self) -> UsageRecorder: ...
     def _now(self, now: datetime | None) -> datetime: ...
     def export(self, ctx: Context) -> builtins.list[dict[str, Any]]: ...
     def recall(
@@ -85,7 +88,7 @@ class LifecycleFacade:
         """Administrative: withdraw the pair's grants of ``types`` (None: all) and delete
         the copies made under them; ``NotFound`` when the pair holds none of them."""
         return grants.revoke(self.store, self.config, tenant_id, from_agent, to_agent, types,
-                             self._now(now))  # fmt: skip
+                             self._now(now), self._usage)  # fmt: skip
 
     def list_grants(self: _Host, tenant_id: str) -> builtins.list[ShareGrant]:
         """Administrative: every share grant of the tenant, by (from, to, type)."""

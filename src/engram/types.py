@@ -221,19 +221,27 @@ class Record:
         return self.valid_to is None or when < self.valid_to
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-friendly mapping; datetimes as ISO 8601 strings."""
+        """Plain JSON-friendly mapping; datetimes as ISO 8601 strings. (Every REST
+        answer converts its records here: the field names are listed once, and plain
+        values skip the type tests.)"""
         out: dict[str, Any] = {}
-        for item in dataclasses.fields(self):
-            raw = getattr(self, item.name)
-            if isinstance(raw, datetime):
-                out[item.name] = raw.isoformat()
+        for name in _RECORD_FIELDS:
+            raw = getattr(self, name)
+            if raw is None or type(raw) in _PLAIN:
+                out[name] = raw
+            elif isinstance(raw, datetime):
+                out[name] = raw.isoformat()
             elif isinstance(raw, Source):
-                out[item.name] = raw.to_dict()
+                out[name] = raw.to_dict()
             elif isinstance(raw, StrEnum):
-                out[item.name] = raw.value
+                out[name] = raw.value
             else:
-                out[item.name] = raw
+                out[name] = raw
         return out
+
+
+_RECORD_FIELDS = tuple(item.name for item in dataclasses.fields(Record))
+_PLAIN = frozenset({str, int, float, bool})
 
 
 @dataclass(frozen=True, slots=True)

@@ -164,7 +164,7 @@ FAULTS = [
 
 
 PG_TABLES = ("records", "forgotten", "audit", "audit_heads", "audit_subjects", "traces",
-             "engram_meta")  # fmt: skip
+             "engram_meta", "tombstones", "tombstone_keys", "cache_generations")  # fmt: skip
 _PG_AUDIT = "WITH head AS (UPDATE audit_heads"
 # SQLite's statement -> PostgreSQL's (None: PostgreSQL has no such statement). A
 # vector is a column of the records row there, so the record's INSERT carries it,

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
-from engram.config import default_types
+from engram.config import SweepConfig, default_types
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "defaults.md"
 
@@ -29,3 +30,25 @@ def test_the_type_table_matches_the_configuration() -> None:
         expected = [policy.tier.value, policy.retention.value, stated.value, half,
                     str(policy.quota), policy.section]  # fmt: skip
         assert rows[name] == expected, name
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, bool):
+        return f"`{value}`"
+    if isinstance(value, frozenset):
+        return "`{" + ", ".join(f'"{v}"' for v in sorted(value)) + "}`"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def test_the_sweep_table_matches_the_configuration() -> None:
+    rows = {}
+    for line in DOC.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`SweepConfig."):
+            rows[cells[0].strip("`").split(".", 1)[1]] = cells[1]
+    defaults = SweepConfig()
+    assert set(rows) == {f.name for f in dataclasses.fields(SweepConfig)}
+    for name, shown in rows.items():
+        assert shown == _shown(getattr(defaults, name)), name

@@ -19,7 +19,7 @@ EXPECTED = [
 
 SPEC_METHODS = ["open", "remember", "recall", "get", "list", "history", "correct", "retract",
                 "forget", "erase_subject", "export", "import_records", "close",
-                "working"]  # fmt: skip
+                "working", "sweep"]  # fmt: skip
 
 
 def test_all_is_the_expected_explicit_list() -> None:

@@ -166,10 +166,12 @@ def _calls(mem: Engram, ctx: Context, ids: dict[str, str]) -> dict[str, Callable
     return calls
 
 
+# A recall also reads its tenant's cache generation first (one primary-key read of
+# ``cache_generations``: another process's deletion drops this one's cached copies).
 PINNED = {
     "get": 1, "list": 1, "history": 2, "export": 1, "by_key": 1, "lexical": 4,
     "vector-cold": 5, "vector-warm": 3, "recent": 1, "recent-types": 1, "fetch": 1,
-    "keyed": 1, "vectors_of": 1, "neighbors": 1, "recall": 8,
+    "keyed": 1, "vectors_of": 1, "neighbors": 1, "recall": 9,
 }  # fmt: skip
 # PostgreSQL answers a probe with one statement, except vectors: the model check,
 # the index walk and, as here where fewer than ``limit`` vectors are visible, the
@@ -177,7 +179,7 @@ PINNED = {
 PINNED_PG = {
     "get": 1, "list": 1, "history": 2, "export": 1, "by_key": 1, "lexical": 1,
     "vector-cold": 3, "vector-warm": 3, "recent": 1, "recent-types": 1, "fetch": 1,
-    "keyed": 1, "vectors_of": 1, "neighbors": 1, "recall": 8,
+    "keyed": 1, "vectors_of": 1, "neighbors": 1, "recall": 9,
 }  # fmt: skip
 
 
@@ -300,10 +302,15 @@ def _sql_strings(path: Path) -> Iterator[tuple[int, str]]:
 
 
 OWNERSHIP_SQL = re.compile(r"\b(?:tenant_id|user_id)\s*(?:=(?!=)|IN\b|<>|!=)")
-# DDL, not a query: the schema's own consistency check (on each backend).
+# DDL, not a query: the schema's own consistency check (on each backend), and the
+# SQLite trigger that deletes a record's outcome statistics and consolidation mark
+# with it (what PostgreSQL's ON DELETE CASCADE does).
 ALLOWED = {
     ("store/sqlite/schema.py", "user_id = '') = (scope = 'global')"),
     ("store/postgres/schema.py", "user_id = '') = (scope = 'global')"),
+    ("store/sqlite/schema.py", "tenant_id = old.tenant_id AND procedure_id = old.id;"),
+    ("store/sqlite/schema.py", "tenant_id = old.tenant_id AND user_id = old.user_id AND"),
+    ("store/sqlite/schema.py", "user_id = old.user_id AND episode_id = old.id;"),
 }
 
 

@@ -52,7 +52,8 @@ def test_erasure_lookups_follow_derivations_and_successors(store: Any) -> None:
     assert set(store.residue(tenant, [origin.id]).values()) == {0}
     assert store.subject_residue(Subject("acme", "u1")) == 0
     scrub = store.scrub(["origin text that is long enough"])
-    assert scrub.checked == ("vacuum",)
+    # the test server is local: its relation files are scanned too
+    assert {"vacuum", "dead tuples", "relation file bytes"} <= set(scrub.checked)
     assert scrub.failed == ()
     assert scrub.scanned == 1
     assert store.counter_rows(Subject("acme", "u1")) == 0

@@ -173,6 +173,26 @@ def _sharing(store: Any, tenant: str) -> None:
     assert store.grants(owner) == []
 
 
+def _lifecycle(store: Any, tenant: str) -> None:
+    """Procedure outcomes, consolidation marks, subject scans and the lease."""
+    subject, vis = Subject(tenant, "u1"), visibility(tenant)
+    procedure = make_record(f"{tenant} deploy with blue-green", tenant, tier=Tier.PROCEDURAL,
+                            type="procedure")  # fmt: skip
+    episode = make_record(f"{tenant} deployed and it worked", tenant, tier=Tier.EPISODIC,
+                          type="episode")  # fmt: skip
+    store.apply([contract.Insert(procedure, None), contract.Insert(episode, None)])
+    store.apply([contract.Outcome(subject, procedure.id, True, 0.5, T0),
+                 contract.Consolidated(subject, (episode.id,), T0)])  # fmt: skip
+    assert store.outcomes(vis, [procedure.id])[procedure.id].successes == 1
+    assert store.subject_users(Tenant(tenant)) == ["u1"]
+    scan = contract.SubjectScan(("episode",), ACTIVE, T0 + timedelta(days=1), T0, 10,
+                                (T0 - timedelta(days=1), ""), unconsolidated=True)  # fmt: skip
+    assert store.subject_records(subject, scan) == []
+    later = T0 + timedelta(minutes=5)
+    assert store.take_lease(subject, "holder", T0, later).held
+    store.end_lease(subject, "holder", T0)
+
+
 def _maintenance(store: Any, tenant: str, made: dict[str, Record]) -> None:
     subject, owner = Subject(tenant, "u1"), Tenant(tenant)
     vis = visibility(tenant)
@@ -181,23 +201,45 @@ def _maintenance(store: Any, tenant: str, made: dict[str, Record]) -> None:
     assert store.get_trace(vis, f"trace-{tenant}") == "{}"
     assert store.audit_name(subject) is not None
     assert store.audit_entries(subject)
-    assert "u1" in store.user_ids(owner, 100)
     ids = store.subject_ids(subject)
     assert made["derived"].id in store.derived_ids(owner, ids)
     assert made["second"].id in store.successors(owner, [made["first"].id])
+    _erasure_reads(store, tenant, ids)
     strings = store.erasure_strings(owner, ids)
     store.delete_traces_naming(owner, ids)
     store.delete_traces(subject)
     store.apply([contract.UnlinkContests(owner, tuple(ids), T0 + timedelta(days=2)),
                  contract.Delete(owner, tuple(ids))])  # fmt: skip
     assert not any(store.residue(owner, ids).values())
+    store.forget_counters(subject)  # as erase_subject: the run row goes with the counters
     assert store.subject_residue(subject) == 0
     store.forget_audit_subject(subject)
-    store.forget_counters(subject)
     assert store.counter_rows(subject) == 0
     store.forget_partition(subject)
     assert not store.holds_cached(tenant)
     store.scrub(strings)
+
+
+def _erasure_reads(store: Any, tenant: str, ids: list[str]) -> None:
+    """Tombstones, generations and the sweep's reads, for one tenant."""
+    subject, owner = Subject(tenant, "u1"), Tenant(tenant)
+    records = store.records_of(owner, ids)
+    assert {r.id for r in records} == set(ids)
+    hashes = (records[0].content_hash,)
+    before = store.generation(owner)
+    store.apply([contract.AddTombstones(owner, "u1", hashes, T0)])
+    assert store.tombstoned(owner, "u1", hashes) == set(hashes)
+    store.apply([contract.DropTombstones(owner, "u1", hashes)])
+    store.apply([contract.AddTombstones(owner, "u1", hashes, T0),
+                 contract.AnonymiseTombstones(subject)])  # fmt: skip
+    assert store.tombstone_rows(owner, ["u1"]) == 0
+    assert store.due(owner, T0 + timedelta(days=400), None, 10)  # past the touch renewal
+    rule = contract.PruneRule(T0 + timedelta(days=1), 0.9, ("explicit_admin",), ACTIVE)
+    assert store.prunable(owner, rule, "", 10)
+    assert store.mark_swept(owner, T0) is None
+    assert store.mark_swept(owner, T0 - timedelta(days=1)) == T0
+    store.apply([contract.Delete(owner, ())])
+    assert store.generation(owner) == before + 1
 
 
 def _global(store: Any) -> None:
@@ -207,6 +249,7 @@ def _global(store: Any) -> None:
     store.meta_set("workload", "ran")
     assert store.meta_get("workload") == "ran"
     assert store.verify_audit().ok
+    assert set(store.tenants()) >= {"acme", "globex"}
     store.rebuild_lexical()
     kept = [record for batch in store.iter_all(2) for record in batch]
     store.reset_vectors()
@@ -219,6 +262,7 @@ def run(store: Any, tenants: tuple[str, str]) -> None:
     for tenant in tenants:
         _reads(store, tenant, made[tenant])
         _sharing(store, tenant)
+        _lifecycle(store, tenant)
     _global(store)
     _maintenance(store, tenants[1], made[tenants[1]])
     store.close()

@@ -29,12 +29,14 @@ CROSS_TENANT = {
     "verify_audit reads every chain": "SELECT * FROM audit ORDER BY tenant_id, seq",
     "iter_all pages every record": " FROM records WHERE (tenant_id, id) > (",
     "reset_vectors clears every vector": "UPDATE records SET embedding = NULL WHERE embedding",
+    "tenants lists every tenant for the sweep": "SELECT DISTINCT r.tenant_id FROM records r",
+    "scrub: a surviving record explains a file byte": "SELECT 1 FROM records r WHERE strpos(",
 }
 # DDL and maintenance: no rows are read or written (Citus propagates them to every shard;
 # the ledger is a reference table).
 UTILITY = ("CREATE TABLE IF NOT EXISTS engram_migrations ", "ALTER TABLE records ",
            "CREATE INDEX ", "DROP INDEX ", "VACUUM ", "ANALYZE records",
-           "RESET maintenance_work_mem")  # fmt: skip
+           "RESET maintenance_work_mem", "SHOW data_directory", "CHECKPOINT")  # fmt: skip
 
 
 def _tenant_tables(conn: psycopg.Connection[Any]) -> set[str]:

@@ -2,11 +2,15 @@
 
     engram eval golden [--embedder hashing|local] [--json]
     engram eval locomo [--data PATH] [--embedder local] [--out DIR] [--systems ...]
+                       [--consolidate]
     engram eval beam [--data DIR] [--embedder local] [--out DIR] [--systems ...]
                      [--chats N] [--write-at observed|end]
 
 ``locomo`` writes ``locomo.md`` (tables), ``locomo.json`` and ``locomo.png`` (turn
-level R@10 per category and system) into ``--out``; ``beam`` writes ``beam.md``
+level R@10 per category and system) into ``--out``; with ``--consolidate`` it
+scores the full pipeline before consolidation, after it and after the episodes
+are swept (``locomo_consolidated``) into ``locomo-consolidated[-EMBEDDER].md`` and
+``.json``; ``beam`` writes ``beam.md``
 and ``beam.json`` (named ``beam-hashing``, ``beam-end``, ``beam-hashing-end``
 for another embedder or ``--write-at end``).
 """
@@ -24,7 +28,8 @@ from engram.eval.beam_metrics import beam_markdown
 from engram.eval.beam_run import SYSTEMS as BEAM_SYSTEMS
 from engram.eval.beam_run import run_beam
 from engram.eval.golden import run_golden
-from engram.eval.locomo import load_locomo
+from engram.eval.locomo import LocomoConversation, load_locomo
+from engram.eval.locomo_consolidated import run_consolidated
 from engram.eval.locomo_run import SYSTEMS, run_locomo
 from engram.eval.metrics import markdown_table, write_chart
 
@@ -40,8 +45,29 @@ def _golden(args: argparse.Namespace) -> int:
     return 0 if report.passed == len(report.cases) else 1
 
 
+def _locomo_consolidated(args: argparse.Namespace, conversations: list[LocomoConversation]) -> int:
+    run = run_consolidated(conversations, embedder=args.embedder_name)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = "locomo-consolidated" + ("" if args.embedder_name == "local" else
+                                    f"-{args.embedder_name}")  # fmt: skip
+    table = markdown_table(run.scores)
+    tokens = "\n".join(f"| {name} | {value:.0f} |" for name, value in run.tokens.items())
+    table += f"\n### Mean tokens per recall\n\n| stage | tokens |\n| --- | ---: |\n{tokens}\n"
+    payload = {"data": os.path.basename(args.data), "embedder": args.embedder_name,
+               "conversations": [c.sample_id for c in conversations], **run.to_dict()}  # fmt: skip
+    (out / f"{stem}.md").write_text(table)
+    (out / f"{stem}.json").write_text(json.dumps(payload, indent=2) + "\n")
+    print(table)
+    print(f"consolidation: {run.consolidation}; seconds: {run.seconds}")
+    print(f"\nwrote {out / (stem + '.md')}, {out / (stem + '.json')}")
+    return 0
+
+
 def _locomo(args: argparse.Namespace) -> int:
     conversations = load_locomo(args.data)
+    if args.consolidate:
+        return _locomo_consolidated(args, list(conversations))
     run = run_locomo(conversations, embedder=args.embedder_name, systems=args.systems)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -88,7 +114,8 @@ def add_eval_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
     evaluate = commands.add_parser("eval", help="evaluation suites")
     suites = evaluate.add_subparsers(dest="suite", required=True)
     golden = suites.add_parser("golden", help="the governance golden suite of recall")
-    golden.add_argument("--embedder", dest="embedder_name", default="hashing")
+    golden.add_argument("--embedder", dest="embedder_name", default="hashing",
+                        help="the embedder the cases run with (default: hashing)")  # fmt: skip
     golden.add_argument("--json", action="store_true", help="print JSON, not markdown")
     golden.set_defaults(func=_golden)
     locomo = suites.add_parser("locomo", help="LoCoMo evidence retrieval against baselines")
@@ -98,6 +125,10 @@ def add_eval_command(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "a LoCoMo-format JSON file (the dev split or the full locomo10.json)",
         SYSTEMS,
     )
+    locomo.add_argument(
+        "--consolidate", action="store_true",
+        help="score recall before consolidation, after it and after the episodes are swept",
+    )  # fmt: skip
     locomo.set_defaults(func=_locomo)
     _add_beam(suites)
 
@@ -107,9 +138,11 @@ def _add_retrieval_options(
 ) -> None:
     """The options every retrieval benchmark takes: data, embedder, output, systems."""
     parser.add_argument("--data", default=data, help=data_help)
-    parser.add_argument("--embedder", dest="embedder_name", default="local")
+    parser.add_argument("--embedder", dest="embedder_name", default="local",
+                        help="the embedder Engram runs with (default: local)")  # fmt: skip
     parser.add_argument("--out", default="eval-results", help="output folder")
-    parser.add_argument("--systems", nargs="+", default=list(systems), choices=systems)
+    parser.add_argument("--systems", nargs="+", default=list(systems), choices=systems,
+                        help="the systems to compare (default: all)")  # fmt: skip
 
 
 def _add_beam(suites: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -7,7 +7,10 @@ whether it abstained. This module turns those outcomes into LoCoMo's
 Definitions (question-weighted means, as in the official scorer):
 
 * **Turn-level R@k** of a question: the fraction of its gold dia_ids found
-  among the first k retrieved ids (a repeated id still takes up a place).
+  among the first k retrieved ids (a repeated id still takes up a place). When a
+  system retrieves memories that stand for several turns (consolidation
+  summaries, ``RetrievalOutcome.items``), the first k items count, each with all
+  its turns.
 * **Session-level R@k** of a question: the fraction of its gold sessions
   (sessions of the gold turns) that hold at least one of the first k
   retrieved *turns*. It asks "would the top k turns have led us to the right
@@ -72,10 +75,22 @@ GROUPS: Final = ("1", "2", "3", "4", OVERALL)
 
 @dataclass(frozen=True, slots=True)
 class RetrievalOutcome:
-    """What a system returned for one question: dia_ids best first, and abstention."""
+    """What a system returned for one question: dia_ids best first, and abstention.
+
+    ``items``, when given, are the retrieved memories best first, each with the
+    turns it stands for (an episode: its turn; a consolidation summary: the turns of
+    its episodes); R@k then reads the turns of the first k *items*. None: each id
+    is one item."""
 
     ids: tuple[str, ...]
     abstained: bool
+    items: tuple[tuple[str, ...], ...] | None = None
+
+    def top(self, k: int) -> tuple[str, ...]:
+        """The turns of the first ``k`` retrieved items."""
+        if self.items is None:
+            return self.ids[:k]
+        return tuple(dia for item in self.items[:k] for dia in item)
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,12 +261,13 @@ def _score_question(
         raise InvalidArgument(f"no retrieval outcome for question {key!r}")
     if question.category not in CATEGORY_NAMES:
         raise InvalidArgument(f"question {key!r} has unknown category {question.category}")
-    retrieved = _sessions(conversation, outcome.ids, key)
+    _sessions(conversation, outcome.ids, key)  # every retrieved id is a turn
     gold = _sessions(conversation, question.evidence, key)
     if question.category == ADVERSARIAL or not gold:
         return _QuestionScore(question.category, None, None, outcome.abstained)
-    turn = tuple(recall_fraction(question.evidence, outcome.ids[:k]) for k in ks)
-    session = tuple(recall_fraction(gold, retrieved[:k]) for k in ks)
+    turn = tuple(recall_fraction(question.evidence, outcome.top(k)) for k in ks)
+    session = tuple(recall_fraction(gold, _sessions(conversation, outcome.top(k), key))
+                    for k in ks)  # fmt: skip
     return _QuestionScore(question.category, turn, session, outcome.abstained)
 
 

@@ -46,7 +46,7 @@ def user_ids(store: Maintenance, tenant_id: str, limit: int = 1000) -> list[str]
     tenant = resolve(Context(tenant_id=tenant_id, user_id="admin")).tenant_id
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_USERS:
         raise InvalidArgument(f"limit must be an integer between 1 and {MAX_USERS}")
-    return store.user_ids(Tenant(tenant), limit)
+    return store.subject_users(Tenant(tenant))[:limit]
 
 
 def audit_log(store: Maintenance, tenant_id: str, user_id: str) -> list[AuditLogEntry]:

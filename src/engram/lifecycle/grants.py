@@ -7,10 +7,13 @@ each change is one transaction with a tenant-level audit entry (agent ids and
 types are ids, never content).
 
 Revoking removes the copies made under the grant, with the copies derived
-from them (a copy shared on, a summary of one), like ``forget``: hard deleted,
-with one audit entry per owner. A copy is recognised by its provenance
-(``source.kind`` share, bound to the grant's target agent, one of the revoked
-types, its ``source.ref`` naming the sharing agent: ``share_ref``).
+from them (a copy shared on, a summary of one), through ``forget``'s machinery
+(``lifecycle.forget.delete_ids`` and ``finish``): hard deleted with the traces
+naming them (stored and queued), the in-memory copies and text caches dropped,
+the files scrubbed and checked, with one audit entry per owner. A copy is
+recognised by its provenance (``source.kind`` share, bound to the grant's target
+agent, one of the revoked types, its ``source.ref`` naming the sharing agent:
+``share_ref``).
 """
 
 from __future__ import annotations
@@ -21,20 +24,19 @@ from datetime import datetime
 
 from engram.config import Config
 from engram.errors import Forbidden, InvalidArgument, NotFound
-from engram.lifecycle.forget import derived_closure
+from engram.lifecycle.forget import delete_ids, derived_closure, finish, quiesced
+from engram.recall.usage import UsageRecorder
 from engram.scope import Context, resolve
 from engram.store.audit import AuditEntry
 from engram.store.contract import (
     Audit,
     Change,
     CopiesTo,
-    Delete,
     DropGrants,
     PutGrants,
-    UnlinkContests,
 )
 from engram.store.open import Backend
-from engram.store.predicate import Tenant
+from engram.store.predicate import Subject, Tenant
 from engram.types import ShareGrant
 
 __all__ = [
@@ -66,10 +68,15 @@ class Pair:
 @dataclass(frozen=True, slots=True)
 class RevokeReport:
     """The grants a revocation removed and the copies it deleted (with their own
-    derived copies)."""
+    derived copies); ``verified``, ``traces``, ``checked`` and ``failed`` as in
+    ``ForgetReceipt``."""
 
     revoked: tuple[ShareGrant, ...]
     deleted: tuple[str, ...]
+    verified: bool = True
+    traces: int = 0
+    checked: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
 
 
 def share_ref(original_id: str, from_agent: str) -> str:
@@ -140,51 +147,70 @@ def _entry(who: Pair, now: datetime, operation: str, ids: Sequence[str],
 
 def revoke(
     store: Backend, config: Config, tenant_id: str, from_agent: str, to_agent: str,
-    types: object, now: datetime,
+    types: object, now: datetime, usage: UsageRecorder | None = None,
 ) -> RevokeReport:  # fmt: skip
     """Remove the pair's grants of ``types`` (None: every type) and the copies made
-    under them. ``NotFound`` when the pair holds none of those grants."""
+    under them, erased as ``forget`` erases. ``NotFound`` when the pair holds none of
+    those grants."""
     who = pair(tenant_id, from_agent, to_agent)
     wanted = None if types is None else frozenset(_types(config, types))
     tenant = Tenant(who.tenant_id)
-    with store.transaction():
-        held = [g for g in store.grants(tenant)
-                if (g.from_agent, g.to_agent) == (who.from_agent, who.to_agent)
-                and (wanted is None or g.type in wanted)]  # fmt: skip
-        if not held:
-            raise NotFound(
-                f"agent {who.from_agent!r} holds no grant to share {_named(wanted)} with "
-                f"agent {who.to_agent!r} in this tenant"
-            )
-        kinds = tuple(g.type for g in held)
-        by_owner = _copies_by_owner(store, who, kinds)
-        ids = tuple(i for owned in by_owner.values() for i in owned)
-        changes: list[Change] = [DropGrants(tenant, who.from_agent, who.to_agent, kinds),
-                                 UnlinkContests(tenant, ids, now), Delete(tenant, ids),
-                                 Audit(_entry(who, now, "REVOKE", [], kinds))]  # fmt: skip
-        changes += [Audit(AuditEntry(now, who.tenant_id, user or None, _ADMIN, "DELETE",
-                                     owned, "share_revoked"))
-                    for user, owned in by_owner.items()]  # fmt: skip
-        store.apply(changes)
-    return RevokeReport(tuple(held), ids)
+    with quiesced(usage):
+        with store.transaction():
+            held = _held(store, who, wanted)
+            kinds = tuple(g.type for g in held)
+            by_owner, derived = _copies_by_owner(store, who, kinds)
+            ids = [i for owned in by_owner.values() for i in owned]
+            changes: list[Change] = [DropGrants(tenant, who.from_agent, who.to_agent, kinds),
+                                     Audit(_entry(who, now, "REVOKE", [], kinds))]  # fmt: skip
+            changes += [Audit(AuditEntry(now, who.tenant_id, user or None, _ADMIN, "DELETE",
+                                         owned, "share_revoked"))
+                        for user, owned in by_owner.items()]  # fmt: skip
+            erasing = delete_ids(store, tenant, ids, derived, usage, changes,
+                                 config.consolidation.summary_type, now)  # fmt: skip
+        subjects = [Subject.of(who.tenant_id, user or None) for user in by_owner]
+        outcome = finish(store, erasing, usage, subjects)
+    return RevokeReport(tuple(held), tuple(ids), outcome.verified, erasing.traces,
+                        outcome.checked, outcome.failed)  # fmt: skip
+
+
+def _held(store: Backend, who: Pair, wanted: frozenset[str] | None) -> list[ShareGrant]:
+    """The pair's grants among ``wanted`` (None: all); ``NotFound`` when there are none."""
+    held = [g for g in store.grants(Tenant(who.tenant_id))
+            if (g.from_agent, g.to_agent) == (who.from_agent, who.to_agent)
+            and (wanted is None or g.type in wanted)]  # fmt: skip
+    if not held:
+        raise NotFound(
+            f"agent {who.from_agent!r} holds no grant to share {_named(wanted)} with "
+            f"agent {who.to_agent!r} in this tenant"
+        )
+    return held
 
 
 def _named(types: frozenset[str] | None) -> str:
     return "any type" if types is None else ", ".join(sorted(types))
 
 
-def _copies_by_owner(store: Backend, who: Pair, kinds: Sequence[str]) -> dict[str, list[str]]:
+def _copies_by_owner(
+    store: Backend, who: Pair, kinds: Sequence[str]
+) -> tuple[dict[str, list[str]], list[str]]:
     """The ids of the copies ``who.from_agent`` shared to ``who.to_agent`` of ``kinds``,
-    with the records derived from them, by owning user ('' for none). A derived
-    record (a copy shared on, a summary) has the owner of the copy it came from."""
+    with the records derived from them, by owning user ('' for none), and the derived
+    ones alone. A derived record (a copy shared on, a summary) has the owner of the
+    copy it came from."""
     found = store.copies(Tenant(who.tenant_id), CopiesTo(who.to_agent, tuple(kinds)))
     mine = [c for c in found if (parse_ref(c.source.ref) or ("", ""))[1] == who.from_agent]
     by_owner: dict[str, list[str]] = {}
     for copy in mine:
         by_owner.setdefault(copy.user_id or "", []).append(copy.id)
     tenant = Tenant(who.tenant_id)
-    return {user: owned + [i for i in derived_closure(store, tenant, owned) if i not in owned]
-            for user, owned in sorted(by_owner.items())}  # fmt: skip
+    found_by_owner = {
+        user: owned + [i for i in derived_closure(store, tenant, owned) if i not in owned]
+        for user, owned in sorted(by_owner.items())
+    }
+    copied = {c.id for c in mine}
+    derived = [i for owned in found_by_owner.values() for i in owned if i not in copied]
+    return found_by_owner, derived
 
 
 def require_grant(grants: Sequence[ShareGrant], who: Pair) -> frozenset[str]:

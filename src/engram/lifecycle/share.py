@@ -13,13 +13,15 @@
 4. storage with provenance: each copy goes through the write path for B's slot
    (policy, decision, audit), with authority ``shared``, ``source.kind`` share,
    ``source.derived_from`` the original and ``source.ref`` naming it and A
-   (``grants.share_ref``), owned by the same tenant and user, bound to B.
+   (``grants.share_ref``), owned by the same tenant and user, bound to B; its
+   retention never ends later than the original's (counted from the share, it is
+   cut to the original's ``expires_at``).
 
-Idempotent: a memory already shared to B (its copy in any status) is reported
-``already_shared`` and not copied again, so a copy B's user retracted is never
-revived. The policy and the embedder run with no lock held; the grant, the
-originals and the existing copies are read again inside the one transaction
-that writes, so a share racing a revocation or a retraction sees the winner.
+Idempotent: a memory already shared to B (its copy, of the same user, in any
+status) is reported ``already_shared`` and not copied again, so a copy B's user
+retracted is never revived. The policy and the embedder run with no lock held;
+the grant, the originals and the existing copies are read again inside the one
+transaction that writes, so a share racing a revocation or a retraction sees the winner.
 Copies then follow their original (``write.copies``): retracted with it,
 retracted when it is corrected or superseded, expired with it, deleted with it.
 """
@@ -37,7 +39,7 @@ from engram.errors import NotFound
 from engram.lifecycle.grants import Pair, parse_ref, require_grant, share_ref
 from engram.scope import GLOBAL, Scope
 from engram.store.audit import AuditEntry
-from engram.store.contract import Audit, CopiesOf
+from engram.store.contract import Audit, Change, CopiesOf, Update
 from engram.store.open import Backend
 from engram.store.predicate import Tenant, Visibility
 from engram.types import (
@@ -167,12 +169,13 @@ def _draft(record: Record, who: Pair) -> _Draft:
 
 def _existing(store: Backend, who: Pair, originals: Sequence[Record]) -> dict[str, Record]:
     """The copies already made of ``originals`` for ``who.to_agent``, by original id."""
-    ids = tuple(r.id for r in originals)
-    found = store.copies(Tenant(who.tenant_id), CopiesOf(ids))
+    users = {r.id: r.user_id for r in originals}
+    found = store.copies(Tenant(who.tenant_id), CopiesOf(tuple(users)))
     out: dict[str, Record] = {}
     for copy in found:
         named = parse_ref(copy.source.ref)
-        if copy.agent_id == who.to_agent and named and named[1] == who.from_agent:
+        if (copy.agent_id == who.to_agent and named and named[1] == who.from_agent
+                and named[0] in users and copy.user_id == users[named[0]]):  # fmt: skip
             out.setdefault(named[0], copy)
     return out
 
@@ -268,17 +271,29 @@ def _write(
     ]
     lock_in_order(store, wanted)
     copied: list[str] = []
+    capped: list[Change] = []
     for owner, members in groups.items():
         results = writer.commit_prepared(owner, picked[owner], run.now)
         for (position, draft), result in zip(members, results, strict=True):
             run.items[position] = _outcome(draft, result)
-            if run.items[position].outcome == SHARED:
-                copied += [draft.original.id, result.record.id if result.record else ""]
+            if run.items[position].outcome == SHARED and result.record is not None:
+                copied += [draft.original.id, result.record.id]
+                capped += _capped(result.record, draft.original)
+    store.apply(capped)
     if copied:
         user = run.scope.user_id
         entry = AuditEntry(run.now, run.who.tenant_id, user, f"agent:{run.who.from_agent}",
                            "SHARE", copied, f"shared to agent:{run.who.to_agent}")  # fmt: skip
         store.apply([Audit(entry)])
+
+
+def _capped(copy: Record, original: Record) -> list[Change]:
+    """The update that ends ``copy``'s retention with its original's, when the copy's
+    (counted from the share) would outlive it; none when it would not."""
+    end = original.expires_at
+    if end is None or (copy.expires_at is not None and copy.expires_at <= end):
+        return []
+    return [Update(copy.replace(expires_at=end))]
 
 
 def _outcome(draft: _Draft, result: WriteResult) -> ShareItem:

@@ -1,6 +1,7 @@
 """Export and import of a caller's memories with their full history.
 
-Export yields plain JSON-friendly rows (every status, version links intact).
+Export (``export_view.export_rows``) yields plain JSON-friendly rows (every
+status, version links intact).
 
 Import passes the write path. Every row is validated as ``remember`` validates
 its arguments (``import_rows.parse_row``: ownership from the importing context,
@@ -13,28 +14,39 @@ run with no lock held (every row is embedded, the rows later skipped too), and,
 in ONE transaction, which also reads which rows are already stored (so two
 racing imports of one export store it once):
 
-* an ``active`` row goes through ``WritePath.write`` for its owner slot, so the
-  slot's current value decides ADD / CONFIRM / SUPERSEDE / DISPUTE / CONTEST
-  (instruction-like text from a document is quarantined as disputed, a second
-  active value for a key is never created outside a contested pair); when the
-  write path ADDs it, the new version takes the row's place in its imported
-  chain (version, supersedes, created_at; expires_at never later than the
-  row's), written in place by ``Store.place``;
+* the ``active`` rows, in file order (the order the exporting store wrote them),
+  each go through ``WritePath`` for its owner slot, so what the store held before
+  the import decides ADD / CONFIRM / SUPERSEDE / DISPUTE / CONTEST (instruction-
+  like text from a document is quarantined as disputed, a second active value for
+  a key is never created outside a contested pair). The file's rows do not meet
+  each other there: the exporting store already decided how they relate, and
+  their statuses and links say it (an agent's version and the user's own version
+  of one key, both active, stay so). Only where one slot would hold two active
+  values of a key do they meet: the contested pair the file records is joined
+  again as such (``_rejoin``), and versions of slots the importer merges (an
+  importer without the exporter's agent) are decided by the write path;
+* a row bound to an agent stays bound to the importer's agent (proposed as
+  ``agent_scope="agent"``: the write path never moves it to the user);
+* each version the write path creates for a row without replacing one (ADD,
+  CONTEST, DISPUTE) takes the row's place in its imported chain (version,
+  supersedes, created_at; expires_at never later than the row's), written in
+  place by ``Store.place``;
 * a history row (superseded, retracted, expired) and a disputed row are kept
   as they were, never active, with their links remapped to the new ids;
 * a global row is skipped (only an admin writes tenant-wide records).
 
-Idempotent: a row identical to a version already in its slot (same content,
-key and value, any status, for an active row; same content, key, status and
-version for the others) is SKIPPED and maps to that version, so importing the
-same export twice changes nothing, and re-importing never revives a memory the
-user has since superseded or retracted.
+Idempotent: a row identical to a version already in its slot before the import
+(same content, key and value, any status, for an active row; same content, key,
+status and version for the others) is SKIPPED and maps to that version (one of
+the row's own slot first), so importing the same export twice changes nothing,
+and re-importing never revives a memory the user has since superseded or
+retracted.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -59,18 +71,20 @@ from engram.store.audit import AuditEntry
 from engram.store.contract import Audit, Insert, Place, SlotProbe
 from engram.store.open import Backend
 from engram.store.predicate import OwnerSlot, Tenant
-from engram.types import Operation, Record, Status, WriteResult
-from engram.write import policy
-from engram.write.commit import Owner
+from engram.types import Operation, Proposal, Record, Status, WriteResult
+from engram.write import policy, tombstones
+from engram.write.commit import Owner, commit, new_record
+from engram.write.decide import Decision
 from engram.write.index import embed_contents, vectors_enabled
 from engram.write.path import Prepared, WritePath
 from engram.write.policy import VerdictKind
 from engram.write.slots import slot_versions
 
-__all__ = ["ImportReport", "RowOutcome", "export_rows", "import_rows"]
+__all__ = ["ImportReport", "RowOutcome", "import_rows"]
 
 HISTORY_OP = "HISTORY"
 SKIPPED = "SKIPPED"
+_PLACED = frozenset({Operation.ADD, Operation.CONTEST, Operation.DISPUTE})  # replace none
 _ANY_STATUS = tuple(s.value for s in Status if s != Status.DELETED)
 
 
@@ -96,11 +110,6 @@ class ImportReport:
     rows: tuple[RowOutcome, ...] = ()
 
 
-def export_rows(records: Iterable[Record]) -> list[dict[str, Any]]:
-    """JSON-friendly rows of every given record."""
-    return [record.to_dict() for record in records]
-
-
 @dataclass
 class _Run:
     """The state of one import: outcomes and ids so far."""
@@ -109,6 +118,7 @@ class _Run:
     now: datetime
     outcomes: dict[int, RowOutcome]
     ids: dict[str, str]
+    made: set[str] = dataclasses.field(default_factory=set)  # versions written for rows
 
     def done(self, row: ImportRow, operation: str, record_id: str | None, reason: str) -> None:
         self.outcomes[row.index] = RowOutcome(row.index, operation, record_id, reason)
@@ -149,15 +159,21 @@ def _slot(owner: Owner) -> OwnerSlot:
 
 
 def _existing(store: Backend, run: _Run, row: ImportRow) -> Record | None:
-    """The version already in the row's slot that makes the row a duplicate, if any."""
-    slot = _slot(run.owner(row))
+    """The version stored before this import in the row's slot that makes the row a
+    duplicate, if any, one of the row's own agent first (another row of the file is
+    never the same: each has its own id)."""
+    owner = run.owner(row)
     p = row.proposal
     if row.status not in HISTORY:
-        same = slot_versions(store, [SlotProbe(slot, _ANY_STATUS, content_hash=row.digest)])[0]
-        return next((r for r in same if (r.key, r.value) == (p.key, p.value)), None)
-    probe = SlotProbe(slot, (row.status.value,), content_hash=row.digest)
-    same = slot_versions(store, [probe])[0]
-    return next((r for r in same if (r.key, r.version) == (p.key, row.version)), None)
+        probe = SlotProbe(_slot(owner), _ANY_STATUS, content_hash=row.digest)
+        same = [r for r in slot_versions(store, [probe])[0] if (r.key, r.value) == (p.key, p.value)]
+    else:
+        probe = SlotProbe(_slot(owner), (row.status.value,), content_hash=row.digest)
+        same = [r for r in slot_versions(store, [probe])[0]
+                if (r.key, r.version) == (p.key, row.version)]  # fmt: skip
+    same = [r for r in same if r.id not in run.made]
+    own = [r for r in same if r.agent_id == owner.agent_id]
+    return next(iter(own or same), None)
 
 
 def import_rows(
@@ -171,11 +187,12 @@ def import_rows(
     run = _Run(scope, now, {}, {})
     parsed = _parse_all(config, scope, rows, run)
     writer = WritePath(store, embedder, config)
-    current = _prepare_current(writer, run, [r for r in parsed if r.status not in HISTORY])
+    current = [row for row in parsed if row.status not in HISTORY]
+    prepared = writer.prepare([_bound(run, row) for row in current])
     history = [row for row in parsed if row.status in HISTORY]
     vectors = _history_vectors(store, embedder, history)
     with store.transaction():
-        added = _write_current(store, writer, run, current)
+        added = _write_current(store, writer, config, run, current, prepared)
         inserted = _insert_history(store, config, run, history, vectors)
         relinked = _relink(store, run, added)
         store.apply([Audit(AuditEntry(now, scope.tenant_id, scope.user_id,
@@ -186,9 +203,15 @@ def import_rows(
 
 def _unknown(store: Backend, run: _Run, rows: Sequence[ImportRow]) -> list[int]:
     """Positions of the rows not yet stored (inside the transaction); the others are
-    SKIPPED, mapped to the version that makes them duplicates."""
+    SKIPPED, mapped to the version that makes them duplicates, or because their
+    content was forgotten or erased since (``write.tombstones``: no record id)."""
+    owner = tombstones.owner_of(run.scope.user_id)
+    buried = store.tombstoned(Tenant(run.scope.tenant_id), owner, [r.digest for r in rows])
     fresh = []
     for position, row in enumerate(rows):
+        if row.digest in buried:
+            run.done(row, SKIPPED, None, f"{tombstones.CODE}: {tombstones.REASON}")
+            continue
         known = _existing(store, run, row)
         if known is None:
             fresh.append(position)
@@ -197,32 +220,83 @@ def _unknown(store: Backend, run: _Run, rows: Sequence[ImportRow]) -> list[int]:
     return fresh
 
 
-def _prepare_current(
-    writer: WritePath, run: _Run, rows: Sequence[ImportRow]
-) -> list[tuple[Owner, list[ImportRow], Prepared]]:
-    """Active rows by owner slot, with policy verdicts and vectors (no lock held)."""
-    groups: dict[Owner, list[ImportRow]] = {}
-    for row in rows:
-        groups.setdefault(run.owner(row), []).append(row)
-    return [(owner, members, writer.prepare([row.proposal for row in members]))
-            for owner, members in groups.items()]  # fmt: skip
+def _bound(run: _Run, row: ImportRow) -> Proposal:
+    """The row's proposal; kept with the agent (``agent_scope="agent"``) when the row
+    is bound to the importer's agent, so no decision moves it to the user."""
+    if run.owner(row).agent_id is None:
+        return row.proposal
+    return dataclasses.replace(row.proposal, agent_scope="agent")
 
 
 def _write_current(
-    store: Backend, writer: WritePath, run: _Run,
-    groups: Sequence[tuple[Owner, list[ImportRow], Prepared]],
+    store: Backend, writer: WritePath, config: Config, run: _Run,
+    rows: Sequence[ImportRow], prepared: Prepared,
 ) -> list[tuple[ImportRow, Record]]:  # fmt: skip
-    """Each new active row through the write path, slot by slot; the records it ADDed."""
-    added = []
-    for owner, members, prepared in groups:
-        fresh = _unknown(store, run, members)
-        results = writer.commit_prepared(owner, prepared.subset(fresh), run.now)
-        for position, result in zip(fresh, results, strict=True):
-            row = members[position]
-            _written(run, row, result)
-            if result.operation == Operation.ADD and result.record is not None:
-                added.append((row, result.record))
-    return added
+    """Each new active row in file order: its contested pair joined again, or the
+    write path, meeting the file's other rows only where a slot holds one active
+    value per key; the versions created that replace none (to be placed)."""
+    created = []
+    for position in _unknown(store, run, rows):
+        row, one = rows[position], prepared.subset([position])
+        owner = run.owner(row)
+        partner = _partner(store, run, row, owner, one)
+        if partner is not None:
+            result = _rejoin(store, config, run, owner, one, partner)
+        else:
+            result = writer.commit_prepared(owner, one, run.now, _unseen(run, row, owner))[0]
+        _written(run, row, result)
+        if result.record is not None and result.operation != Operation.CONFIRM:
+            run.made.add(result.record.id)
+            if result.operation in _PLACED:
+                created.append((row, result.record))
+    return created
+
+
+def _unseen(run: _Run, row: ImportRow, owner: Owner) -> Callable[[Record], bool]:
+    """Which stored versions the row's decision does not meet: those this import wrote
+    for other rows, except the active versions of the row's key in its own slot."""
+    own = (row.proposal.key, owner.agent_id, owner.scope)
+
+    def unseen(record: Record) -> bool:
+        if record.id not in run.made:
+            return False
+        return own[0] is None or (record.key, record.agent_id, record.scope) != own
+
+    return unseen
+
+
+def _partner(
+    store: Backend, run: _Run, row: ImportRow, owner: Owner, prepared: Prepared
+) -> Record | None:
+    """The version this import wrote for the row's contest partner, when the row joins
+    it again: active and uncontested, of the row's key in the row's slot (read with the
+    slot locked for the key), and the policy accepts the row (a quarantined row stays
+    disputed)."""
+    made = run.ids.get(row.contested_with) if row.contested_with else None
+    key = row.proposal.key
+    if made not in run.made or key is None or prepared.verdicts[0].kind != VerdictKind.ACCEPT:
+        return None
+    versions = slot_versions(store, [SlotProbe(owner.slot, (Status.ACTIVE.value,), key=key)])
+    partner = next((r for r in versions[0] if r.id == made), None)
+    if partner is None or partner.contested_with is not None:
+        return None
+    return partner if (partner.agent_id, partner.scope) == (owner.agent_id, owner.scope) else None
+
+
+def _rejoin(
+    store: Backend, config: Config, run: _Run, owner: Owner, prepared: Prepared,
+    partner: Record,
+) -> WriteResult:  # fmt: skip
+    """The row's new version contesting ``partner`` again, as the exporting store
+    decided (deciding it anew could differ: a confirmation may have raised one
+    side's confidence since), committed as the write path commits a CONTEST."""
+    proposal, vector, model = prepared.proposals[0], prepared.vectors[0], prepared.model
+    if vector is None or store.vector_model() not in (None, model):
+        vector, model = None, None
+    reason = f"contested with {partner.id}, as in the imported file"
+    decision = Decision(Operation.CONTEST, "contested", reason, Status.ACTIVE, linked=partner)
+    new = new_record(proposal, owner, decision, run.now, config, prepared.hashes[0], model)
+    return commit(store, decision, new, vector, proposal, owner, run.now)
 
 
 def _written(run: _Run, row: ImportRow, result: WriteResult) -> None:
@@ -267,7 +341,8 @@ def _insert_history(
 
 
 def _relink(store: Backend, run: _Run, added: Sequence[tuple[ImportRow, Record]]) -> list[str]:
-    """Give each version the write path ADDed its row's place in the imported chain.
+    """Give each version the write path created for a row, replacing none, its row's
+    place in the imported chain.
 
     ``Store.place`` writes those fields in place, inside the import's transaction.
     (Deleting and re-inserting the version would mark its id as forgotten, and no
@@ -275,7 +350,7 @@ def _relink(store: Backend, run: _Run, added: Sequence[tuple[ImportRow, Record]]
     """
     changed = []
     for row, record in added:
-        fixed = _placed(_unforked(store, run, row), record, run.ids)
+        fixed = _placed(_unforked(store, run, row), record, run.ids, row.supersedes is not None)
         if fixed == record:
             continue
         store.apply([Place(fixed)])
@@ -293,13 +368,16 @@ def _unforked(store: Backend, run: _Run, row: ImportRow) -> ImportRow:
     return dataclasses.replace(row, supersedes=None)
 
 
-def _placed(row: ImportRow, record: Record, ids: Mapping[str, str]) -> Record:
+def _placed(row: ImportRow, record: Record, ids: Mapping[str, str], named: bool) -> Record:
     """``record`` with the row's version and predecessor (when that was imported), the
-    earlier creation time, an expiry never later than the row's, derived_from remapped."""
+    earlier creation time, an expiry never later than the row's, derived_from remapped.
+    A row that ``named`` no predecessor keeps its version too (a version whose
+    predecessor its exporter did not show, such as an agent's private one); one whose
+    link was dropped starts a chain of its own here."""
     predecessor = ids.get(row.supersedes) if row.supersedes else None
     expiry = min((t for t in (record.expires_at, row.expires_at) if t), default=None)
     return record.replace(
-        version=row.version if predecessor else record.version,
+        version=row.version if predecessor or not named else record.version,
         supersedes=predecessor or record.supersedes,
         created_at=min(row.created_at, record.created_at),
         expires_at=expiry,

@@ -29,17 +29,19 @@ from typing import Protocol
 
 import numpy as np
 
-from engram.config import Budget, Config
+from engram.config import Budget, Config, TypePolicy
 from engram.errors import InvalidArgument
 from engram.kernels import pairwise_dots
+from engram.recall.coverage import Coverage
 from engram.recall.model import Candidate
-from engram.recall.render import LAYOUTS
+from engram.recall.render import LAYOUTS, render
 from engram.types import Authority, Record, Retention, Sensitivity, Source, Status, Tier
 
 __all__ = [
     "ELLIPSIS",
     "SHORTENED",
     "ApproxTokenCounter",
+    "Minimums",
     "TokenCounter",
     "minimum_tokens",
     "select",
@@ -143,6 +145,27 @@ def minimum_tokens(
     return max(smallest, *worst)
 
 
+class Minimums:
+    """``minimum_tokens`` per (layout, visible scopes), cached per token counter (the
+    counter may be replaced; at most 1,024 entries are kept)."""
+
+    def __init__(self, types: Mapping[str, TypePolicy]) -> None:
+        self._types = types
+        self._known: dict[tuple[str, tuple[str, ...]], tuple[TokenCounter, int]] = {}
+
+    def of(self, layout: str, scopes: tuple[str, ...], counter: TokenCounter) -> int:
+        """The smallest block of ``layout`` showing an item of any of ``scopes``."""
+        key = (layout, scopes)
+        known = self._known.get(key)
+        if known is None or known[0] is not counter:
+            if len(self._known) > 1024:
+                self._known.clear()
+            found = minimum_tokens(lambda c: render(c, self._types, layout=layout), counter,
+                                   self._types, scopes)  # fmt: skip
+            known = self._known[key] = (counter, found)
+        return known[1]
+
+
 def _quotas(config: Config, budget: Budget) -> Mapping[str, int]:
     quotas = {name: policy.quota for name, policy in config.types.items()}
     quotas.update(budget.per_type or {})
@@ -179,18 +202,24 @@ def select(
     ranked: list[Candidate], config: Config, budget: Budget,
     render: Callable[[list[Candidate]], str], counter: TokenCounter,
     render_fresh: Callable[[list[Candidate]], str] | None = None,
+    covered: dict[str, Candidate] | None = None,
 ) -> tuple[list[Candidate], int]:  # fmt: skip
     """Choose items within the budget; returns them best first and the tokens they use.
 
     ``render`` may memoise items by id; ``render_fresh`` (default ``render``) must
-    not, since it renders shortened versions of a record under the same id."""
+    not, since it renders shortened versions of a record under the same id.
+    ``covered`` (filled when given) maps each candidate left out because a selected
+    summary came from it, or because it is a summary of a selected episode, to that
+    selected item (``coverage``)."""
     hard = dict(budget.per_type or {})
     pool = [c for c in ranked if hard.get(c.record.type, 1) > 0]
     mmr = _Diversity(pool, config.recall.mmr_lambda)
-    picker = _Picker(pool, mmr, budget, render, counter)
+    picker = _Picker(pool, mmr, budget, render, counter, Coverage(pool))
     picker.fill(_quotas(config, budget))
     picker.reopen_quota_closed()
     picker.fill(hard)
+    if covered is not None:
+        covered.update({pool[i].id: pool[j] for i, j in picker.coverage.left_out.items()})
     if not picker.chosen and pool and budget.max_items > 0:
         best = max(pool, key=lambda c: c.score)
         fresh = render_fresh or render
@@ -238,9 +267,10 @@ class _Picker:
 
     def __init__(
         self, pool: list[Candidate], mmr: _Diversity, budget: Budget,
-        render: Callable[[list[Candidate]], str], counter: TokenCounter,
+        render: Callable[[list[Candidate]], str], counter: TokenCounter, coverage: Coverage,
     ) -> None:  # fmt: skip
         self._pool, self._mmr, self._budget = pool, mmr, budget
+        self.coverage = coverage
         self._render, self._counter = render, counter
         self._too_big = np.zeros(len(pool), dtype=bool)
         self.chosen: list[Candidate] = []
@@ -266,6 +296,8 @@ class _Picker:
                 continue
             self.chosen, self.tokens = trial, cost
             mmr.chose(index)
+            for other in self.coverage.chose(index):
+                mmr.open[other] = False
             used[pick.record.type] = used.get(pick.record.type, 0) + 1
             self._close_if_full(pick.record.type, used[pick.record.type], quotas)
 
@@ -278,5 +310,6 @@ class _Picker:
         """Open again every candidate not chosen and not refused for its size."""
         chosen = {id(c) for c in self.chosen}
         self._mmr.open = np.array(
-            [id(c) not in chosen for c in self._pool], dtype=bool
-        ) & ~self._too_big
+            [id(c) not in chosen and i not in self.coverage.left_out
+             for i, c in enumerate(self._pool)], dtype=bool,
+        ) & ~self._too_big  # fmt: skip

@@ -5,7 +5,7 @@ each one and records its sizes in the trace, so no stage writes tracing code.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -35,11 +35,11 @@ from engram.recall.model import (
 from engram.recall.plan import make_plan
 from engram.recall.render import render
 from engram.recall.rerank import rerank
-from engram.recall.trace import StageReport, Trace
+from engram.recall.trace import ChannelReport, StageReport, Trace
 from engram.scope import Scope
-from engram.store.contract import Store
+from engram.store.contract import OutcomeStats, Store
 from engram.store.predicate import Visibility
-from engram.types import Record
+from engram.types import Record, Tier
 
 __all__ = ["STAGES", "Request", "run"]
 
@@ -115,9 +115,22 @@ def _dedup(s: _State) -> None:
     s.eligible = list(s.candidates)
 
 
+def _outcomes(s: _State) -> Mapping[str, OutcomeStats]:
+    """Counted outcomes of the procedures among the candidates; a failed read leaves
+    them unranked by outcome and is reported as the ``outcomes`` channel's error."""
+    ids = [c.id for c in s.candidates if c.record.tier == Tier.PROCEDURAL]
+    if not ids:
+        return {}
+    try:
+        return s.store.outcomes(Visibility.of(s.request.scope), ids)
+    except EngramError as exc:
+        s.trace.channels["outcomes"] = ChannelReport("outcomes", error=type(exc).__name__)
+        return {}
+
+
 def _rerank(s: _State) -> None:
     floor = s.config.recall.floor_for(s.embedder.model_id)
-    s.candidates = rerank(s.candidates, s.the_plan, s.config, floor, s.trace)
+    s.candidates = rerank(s.candidates, s.the_plan, s.config, floor, s.trace, _outcomes(s))
 
 
 def _conflicts(s: _State) -> None:
@@ -136,11 +149,16 @@ def _budget(s: _State) -> None:
     def fresh(items: list[Candidate]) -> str:
         return render(items, s.config.types, None, s.request.budget.layout)
 
+    covered: dict[str, Candidate] = {}
     s.candidates, s.tokens = budget_stage.select(ranked, s.config, s.request.budget,
-                                                 draft, s.counter, fresh)  # fmt: skip
+                                                 draft, s.counter, fresh, covered)  # fmt: skip
     chosen = {c.id for c in s.candidates}
     for cand in ranked:
-        if cand.id not in chosen:
+        if cand.id in covered:
+            s.trace.reject("covered_by", cand.id)
+            s.trace.merges.append({"kept": covered[cand.id].id, "merged": cand.id,
+                                   "by": "derived_from"})  # fmt: skip
+        elif cand.id not in chosen:
             s.trace.reject("budget", cand.id)
 
 

@@ -26,6 +26,11 @@ Components, each in 0..1 and kept on the item for the trace:
   about what Melanie said wants her turns, not the turns that only address her;
 * ``period``: 1 when the memory was observed in the period the query names (a
   date or a month and year, see ``plan``);
+* ``outcome``: for a procedure, its success rate smoothed by a Beta prior
+  (``RecallConfig.outcome_prior``) over the outcomes counted for it
+  (``Engram.record_outcome``, consolidation); the score adds its weight times the
+  rate's distance from the prior's mean, so a procedure without outcomes scores
+  as before, a reliable one rises and a failing one sinks;
 * ``standing``: 1 for a conversational memory that states a standing instruction
   or preference (``standing_pattern``: "Always use APA style when I ask about
   references", "I prefer e-books"): it governs later requests on its subject,
@@ -54,9 +59,10 @@ from engram.recall.context import add_context
 from engram.recall.model import Candidate, Intent, Plan
 from engram.recall.trace import Trace
 from engram.scope import scope_kind
+from engram.store.contract import OutcomeStats
 from engram.store.lexical import terms
 from engram.store.lexicon import query_terms, stem_set
-from engram.types import Record
+from engram.types import Record, Tier
 
 __all__ = ["forget_cached_texts", "rerank"]
 
@@ -104,6 +110,7 @@ class _Request:
     unseen_bm25: float
     fits: Mapping[str, float]
     usage_norm: float
+    outcomes: Mapping[str, OutcomeStats]
 
 
 def _freshness(record: Record, half_life: float | None, now: datetime) -> float:
@@ -175,6 +182,18 @@ def _components(cand: Candidate, req: _Request) -> None:
         period=_in_period(record, req.plan),
         standing=_standing(record, rc),
     )
+    if record.tier == Tier.PROCEDURAL:
+        stats = req.outcomes.get(record.id) or OutcomeStats()
+        cand.components["outcome"] = stats.success_rate(*rc.outcome_prior)
+
+
+def _outcome_lift(cand: Candidate, rc: RecallConfig) -> float:
+    """The outcome component's distance from the prior's mean (0 for non-procedures)."""
+    rate = cand.components.get("outcome")
+    if rate is None:
+        return 0.0
+    wins, losses = rc.outcome_prior
+    return rate - wins / (wins + losses)
 
 
 def _score(cand: Candidate, rc: RecallConfig) -> float:
@@ -184,7 +203,8 @@ def _score(cand: Candidate, rc: RecallConfig) -> float:
             + w.confidence * c["confidence"] + w.usage * c["usage"]
             + w.structural * c["structural"] + w.context * c["context"]
             + w.session * c["session"] + w.speaker * c["speaker"]
-            + w.period * c["period"] + w.standing * c["standing"])  # fmt: skip
+            + w.period * c["period"] + w.standing * c["standing"]
+            + w.outcome * _outcome_lift(cand, rc))  # fmt: skip
 
 
 def _unseen_bm25(candidates: list[Candidate], plan: Plan, rc: RecallConfig, trace: Trace) -> float:
@@ -199,9 +219,11 @@ def _unseen_bm25(candidates: list[Candidate], plan: Plan, rc: RecallConfig, trac
 
 
 def rerank(
-    candidates: list[Candidate], plan: Plan, config: Config, floor: float, trace: Trace
-) -> list[Candidate]:
-    """Score every candidate, drop those below the relevance floor, best first."""
+    candidates: list[Candidate], plan: Plan, config: Config, floor: float, trace: Trace,
+    outcomes: Mapping[str, OutcomeStats] | None = None,
+) -> list[Candidate]:  # fmt: skip
+    """Score every candidate, drop those below the relevance floor, best first.
+    ``outcomes`` are the counted outcomes of the procedures among them."""
     rc = config.recall
     req = _Request(
         plan=plan, config=config, query_stems=frozenset(query_terms(plan.query)),
@@ -209,7 +231,7 @@ def rerank(
         best_bm25=max((c.channels.get("lexical", 0.0) for c in candidates), default=0.0),
         unseen_bm25=_unseen_bm25(candidates, plan, rc, trace),
         fits=rc.task_fit.get(plan.intent.value, {}),
-        usage_norm=math.log1p(rc.usage_saturation),
+        usage_norm=math.log1p(rc.usage_saturation), outcomes=outcomes or {},
     )  # fmt: skip
     for cand in candidates:
         _components(cand, req)

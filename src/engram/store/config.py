@@ -111,6 +111,10 @@ class PostgresConfig:
       common term matches 200K rows. A caller with fewer matches gets exactly the
       unbounded answer (the 100K benchmark: identical); at 1M the bound cut the
       probe's p95 from 399 to 156 ms (5,000: 90 ms, top-10 contents 81 % the same).
+    * ``erasure_rewrite``: after an erasure, ``VACUUM FULL`` the tables it deleted
+      from ``on_residue`` (when the relation files, readable on a local server,
+      still hold erased bytes), ``always``, or ``never`` (residue is reported).
+      The rewrite locks each table while it runs (``store.postgres.physical``).
     """
 
     min_connections: int = 1
@@ -127,8 +131,11 @@ class PostgresConfig:
     probe_threads: int = 4
     maintenance_work_mem: str = "512MB"
     lexical_rank_rows: int = 20_000
+    erasure_rewrite: str = "on_residue"
 
     def __post_init__(self) -> None:
+        if self.erasure_rewrite not in ("never", "on_residue", "always"):
+            raise ConfigError("erasure_rewrite must be 'never', 'on_residue' or 'always'")
         if not _IDENTIFIER.fullmatch(self.text_search):
             raise ConfigError(
                 f"text_search must be a text search configuration name such as 'english' or"

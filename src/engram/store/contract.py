@@ -8,7 +8,13 @@ Two protocols, written once for every backend (SQLite, PostgreSQL):
   for sharing between agents, the tenant's share grants and the share copies
   of given records or of a grant (``CopiesOf``, ``CopiesTo``).
 * ``Maintenance``: what administration needs (vector model, meta, audit chain,
-  traces, erasure evidence, index rebuilds). A request's hot path never calls it.
+  traces, erasure evidence, index rebuilds, and the lifecycle's scans, sweeps and
+  lease). A request's hot path never calls it.
+
+Two signals every process serving one store shares: ``Store.generation`` (a
+tenant's count of deletions, bumped by every ``Delete`` in its transaction; a
+process holding in-memory copies of the tenant drops them when it changes) and
+``Store.tombstoned`` (keyed digests of erased contents, ``store.tombstones``).
 
 Every read takes a predicate value from ``engram.store.predicate`` and the store
 renders it inside the query (``Visibility.sql(alias, dialect)``), so scoping is a
@@ -38,26 +44,36 @@ from engram.store.traces import TraceRow
 from engram.types import Record, ShareGrant
 
 __all__ = [
+    "AddTombstones",
+    "AnonymiseTombstones",
     "Applied",
     "Audit",
     "Change",
+    "Consolidated",
     "CopiesOf",
     "CopiesTo",
     "Delete",
     "DropGrants",
+    "DropTombstones",
     "Hits",
     "Insert",
     "KeyProbe",
+    "Lease",
     "LexicalProbe",
     "Listing",
     "Maintenance",
     "NeighbourProbe",
+    "Outcome",
+    "OutcomeStats",
     "Place",
     "Probe",
+    "PruneRule",
     "PutGrants",
     "RecentProbe",
+    "Reconsolidate",
     "SlotProbe",
     "Store",
+    "SubjectScan",
     "Touch",
     "UnlinkContests",
     "Update",
@@ -194,11 +210,55 @@ class Place:
 
 
 @dataclass(frozen=True, slots=True)
+class PruneRule:
+    """The records decay pruning may consider (``Maintenance.prunable``): chain heads
+    (nothing supersedes them) in ``statuses``, of an authority not in ``protected``,
+    with importance below ``max_importance``, created at or before ``born_before``."""
+
+    born_before: datetime
+    max_importance: float
+    protected: tuple[str, ...]
+    statuses: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Delete:
-    """Hard deletion of records with their index entries and vectors."""
+    """Hard deletion of records with their index entries and vectors. It also bumps
+    the tenant's cache generation (``Store.generation``), even with no ids."""
 
     tenant: Tenant
     ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AddTombstones:
+    """Tombstones of contents (their ``content_hash``) for ``owner`` (a user id,
+    ``NO_USER`` for tenant-wide records); ``erased``: the rows name
+    ``tombstones.ERASED`` instead of the owner (``erase_subject``)."""
+
+    tenant: Tenant
+    owner: str
+    hashes: tuple[str, ...]
+    at: datetime
+    erased: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DropTombstones:
+    """Lift the owner's tombstones of contents (their ``content_hash``), those of an
+    erased subject with the same user id included."""
+
+    tenant: Tenant
+    owner: str
+    hashes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AnonymiseTombstones:
+    """The subject's tombstones now belong to ``tombstones.ERASED``: they keep
+    stopping replays of its contents but name no user any more."""
+
+    subject: Subject
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,17 +303,105 @@ class DropGrants:
     types: tuple[str, ...]
 
 
-Change = Insert | Update | Place | Delete | UnlinkContests | Touch | Audit | PutGrants | DropGrants
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One success or failure of the procedure ``procedure_id`` of ``subject``, counted
+    into its statistics (``Store.outcomes``); ``reward`` is added to its reward total.
+    A procedure that is not the subject's own record changes nothing."""
+
+    subject: Subject
+    procedure_id: str
+    success: bool
+    reward: float | None
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Consolidated:
+    """Episodes of ``subject`` that consolidation has read: each is read once (a
+    rerun skips them, ``SubjectScan.unconsolidated``); an id already marked stays."""
+
+    subject: Subject
+    episode_ids: tuple[str, ...]
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Reconsolidate:
+    """The episodes the tenant's records among ``summary_ids`` of type ``summary_type``
+    were derived from are no longer consolidated: their marks go (apply it before the
+    summaries are deleted), so the next run summarises the survivors again."""
+
+    tenant: Tenant
+    summary_ids: tuple[str, ...]
+    summary_type: str
+
+
+Change = (
+    Insert | Update | Place | Delete | UnlinkContests | Touch | Audit | PutGrants | DropGrants
+    | Outcome | Consolidated | Reconsolidate | AddTombstones | DropTombstones
+    | AnonymiseTombstones
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeStats:
+    """The counted outcomes of one procedure."""
+
+    successes: int = 0
+    failures: int = 0
+    reward_total: float = 0.0
+    rewards: int = 0
+
+    def success_rate(self, prior_successes: float, prior_failures: float) -> float:
+        """The posterior mean of a Beta prior updated by the counts: a procedure with
+        few outcomes stays near the prior, many outcomes dominate it."""
+        total = self.successes + self.failures + prior_successes + prior_failures
+        return (self.successes + prior_successes) / total
+
+    @property
+    def mean_reward(self) -> float | None:
+        """The mean of the rewards reported, None when none was."""
+        return self.reward_total / self.rewards if self.rewards else None
+
+
+@dataclass(frozen=True, slots=True)
+class SubjectScan:
+    """A page of one subject's records (every scope and agent), oldest observed first.
+
+    Records of ``types`` in ``statuses`` observed before ``before`` and not past their
+    retention at ``at``, after the cursor ``after`` (``(observed_at, id)`` of the last
+    record of the previous page). ``unconsolidated`` leaves out the episodes already
+    marked ``Consolidated``."""
+
+    types: tuple[str, ...]
+    statuses: tuple[str, ...]
+    before: datetime
+    at: datetime
+    limit: int
+    after: tuple[datetime, str] | None = None
+    unconsolidated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """The answer to a lease request: whether this holder has the subject now, and the
+    ``now`` of the subject's last finished consolidation (None: never)."""
+
+    held: bool
+    last_run: datetime | None
 
 
 @dataclass(slots=True)
 class Applied:
     """What ``Store.apply`` did: rows deleted and unlinked, grants added and removed,
-    audit ids in order."""
+    tombstones added and lifted, audit ids in order."""
 
     deleted: int = 0
     unlinked: int = 0
     audit_ids: list[str] = field(default_factory=list)
+    buried: int = 0
+    lifted: int = 0
     granted: int = 0
     revoked: int = 0
 
@@ -286,6 +434,10 @@ class Store(Protocol):
         """Stored vectors of the visible ``ids`` (for diversity and dedup)."""
         ...
 
+    def outcomes(self, vis: Visibility, ids: Sequence[str]) -> dict[str, OutcomeStats]:
+        """Counted outcomes of the visible procedures among ``ids`` (those with any)."""
+        ...
+
     def history(self, vis: Visibility, record_id: str) -> list[Record]:
         """The visible version chain through ``record_id``, oldest first."""
         ...
@@ -312,6 +464,17 @@ class Store(Protocol):
     def apply(self, changes: Sequence[Change]) -> Applied:
         """Apply ``changes`` in order, atomically (inside the open transaction when
         there is one, else in one of its own)."""
+        ...
+
+    def generation(self, tenant: Tenant) -> int:
+        """How many deletions the tenant has seen (0 before the first). Cheap (one
+        primary-key read): a process checks it before serving from its in-memory
+        copies. Inside a transaction it is read after the tenant's writer lock."""
+        ...
+
+    def tombstoned(self, tenant: Tenant, owner: str, hashes: Sequence[str]) -> set[str]:
+        """Which of the content ``hashes`` are tombstoned for ``owner`` (a user id,
+        ``NO_USER``), by its own rows or as an erased subject's."""
         ...
 
     def close(self) -> None:
@@ -341,8 +504,9 @@ class Maintenance(Protocol):
     def delete_traces_naming(self, tenant: Tenant, ids: Sequence[str]) -> int: ...
 
     # erasure: what to delete, and evidence that it is gone
+    def records_of(self, tenant: Tenant, ids: Sequence[str]) -> list[Record]: ...
+    def tombstone_rows(self, tenant: Tenant, owners: Sequence[str]) -> int: ...
     def subject_ids(self, subject: Subject) -> list[str]: ...
-    def user_ids(self, tenant: Tenant, limit: int) -> list[str]: ...
     def derived_ids(self, tenant: Tenant, ids: Sequence[str]) -> list[str]: ...
     def successors(self, tenant: Tenant, ids: Sequence[str]) -> list[str]: ...
     def erasure_strings(self, tenant: Tenant, ids: Sequence[str]) -> list[str]: ...
@@ -354,8 +518,24 @@ class Maintenance(Protocol):
     def holds_cached(self, tenant_id: str) -> bool: ...
     def scrub(self, strings: Sequence[str]) -> Scrub: ...
 
+    # the sweep: what is due, what may decay, how far each tenant was swept
+    def tenants(self) -> list[str]: ...
+    def due(self, tenant: Tenant, at: datetime, after: Record | None,
+            limit: int) -> list[Record]: ...  # fmt: skip
+    def prunable(self, tenant: Tenant, rule: PruneRule, after: str,
+                 limit: int) -> list[Record]: ...  # fmt: skip
+    def mark_swept(self, tenant: Tenant, at: datetime) -> datetime | None: ...
+
     # derived indexes
     def rebuild_lexical(self) -> None: ...
     def iter_all(self, batch: int) -> Iterator[list[Record]]: ...
     def reset_vectors(self) -> None: ...
     def put_vectors(self, records: Sequence[Record], vectors: NDArray[np.float32]) -> None: ...
+
+    # lifecycle: scans of one subject and the per-subject consolidation lease
+    def subject_users(self, tenant: Tenant) -> list[str]: ...
+    def subject_records(self, subject: Subject, scan: SubjectScan) -> list[Record]: ...
+    def take_lease(
+        self, subject: Subject, holder: str, wall_now: datetime, until: datetime
+    ) -> Lease: ...
+    def end_lease(self, subject: Subject, holder: str, last_run: datetime | None) -> None: ...

@@ -34,7 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["MIN_BYTES", "Scrub", "Windows", "checkpoint", "present", "scrub", "windows"]
+__all__ = [
+    "MIN_BYTES", "Scrub", "Windows", "checkpoint", "merged", "present", "scrub", "windows",
+]  # fmt: skip
 
 MIN_BYTES = 8
 _WIDTH = 32
@@ -175,12 +177,13 @@ _FILES = (("", "database file bytes"), ("-wal", "wal bytes"), ("-shm", "shm byte
 
 def scrub(
     conn: sqlite3.Connection, lock: AbstractContextManager[object], path: str,
-    still_held: Callable[[str], bool], wanted: Windows,
+    still_held: Callable[[str], bool], wanted: Windows, label: str = "",
 ) -> Scrub:  # fmt: skip
     """Empty the WAL, then look for ``wanted`` in the database, WAL and shared-memory
     files. A window that no surviving record explains (``still_held``) in the
     database file (e.g. a freed cell written before ``secure_delete`` was on)
-    triggers one ``VACUUM`` and a second look."""
+    triggers one ``VACUUM`` and a second look. ``label`` starts every check's name
+    (``"working "`` for the working-memory file)."""
     with lock:
         emptied = checkpoint(conn)
         conn.execute("PRAGMA shrink_memory")  # the page cache held the deleted rows
@@ -191,9 +194,16 @@ def scrub(
                 conn.execute("VACUUM")
             emptied = checkpoint(conn)
         residue = _residue(path, still_held, wanted.windows)
-    checked = ("wal checkpoint", *(name for _, name in _FILES))
-    failed = (() if emptied else ("wal checkpoint",)) + tuple(sorted(residue))
+    checked = tuple(label + name for name in ("wal checkpoint", *(n for _, n in _FILES)))
+    failed: tuple[str, ...] = () if emptied else (label + "wal checkpoint",)
+    failed += tuple(sorted(label + name for name in residue))
     return Scrub(checked, failed, wanted.strings, wanted.short)
+
+
+def merged(first: Scrub, second: Scrub) -> Scrub:
+    """Two physical passes (the store's files, then working memory's) as one."""
+    return Scrub(first.checked + second.checked, first.failed + second.failed,
+                 max(first.scanned, second.scanned), max(first.short, second.short))  # fmt: skip
 
 
 def _residue(path: str, still_held: Callable[[str], bool], wanted: frozenset[bytes]) -> set[str]:

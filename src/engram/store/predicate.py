@@ -9,7 +9,9 @@ below, rendered here and nowhere else:
 * ``Tenant``: every record of a tenant, for an administrator following derived
   copies of erased records across users;
 * ``OwnerSlot``: the single (tenant, user, agent, scope) slot a write lands in,
-  used to find the versions a new write confirms, supersedes or contests.
+  used to find the versions a new write confirms, supersedes or contests;
+* ``Owners``: rows of a few owners of one tenant that are not records (the
+  tombstones a write meets: its user's and the erased subjects').
 
 Recall traces are read under ``Visibility.trace_sql``: only by a caller with the
 very visibility the trace was recorded under.
@@ -39,6 +41,7 @@ __all__ = [
     "NO_AGENT",
     "NO_USER",
     "OwnerSlot",
+    "Owners",
     "Subject",
     "Tenant",
     "Visibility",
@@ -271,3 +274,18 @@ class Tenant:
         """The tenant's records."""
         text = f"({alias}.tenant_id = {dialect.param('ten_tenant')})"
         return text, {"ten_tenant": self.tenant_id}
+
+
+@dataclass(frozen=True, slots=True)
+class Owners:
+    """Rows of some owners of one tenant (``user_ids`` in their stored form:
+    ``NO_USER`` for tenant-wide, ``tombstones.ERASED`` for erased subjects)."""
+
+    tenant_id: str
+    user_ids: tuple[str, ...]
+
+    def sql(self, alias: str = "t", dialect: Dialect = SQLITE) -> tuple[str, dict[str, Any]]:
+        """The rows of any of the owners."""
+        users = dialect.member(f"{alias}.user_id", "own_users")
+        text = f"({alias}.tenant_id = {dialect.param('own_tenant')} AND {users})"
+        return text, {"own_tenant": self.tenant_id, "own_users": dialect.bound_list(self.user_ids)}

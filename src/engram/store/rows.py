@@ -126,3 +126,11 @@ def record_from_values(v: Sequence[Any]) -> Record:
         last_accessed_at=None if v[33] is None else _EPOCH + timedelta(0, 0, v[33]),
         private=bool(v[34]), embedding_model=v[35],
     )  # fmt: skip
+
+
+def due_cursor(after: Record | None) -> tuple[int, str]:
+    """Where a page of due records (``Maintenance.due``) resumes: after ``after``'s
+    (expires_at, id), in stored form; from the start for None."""
+    if after is None or after.expires_at is None:
+        return (-(2**62), "")
+    return (to_micros(after.expires_at) or 0, after.id)

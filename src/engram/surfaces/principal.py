@@ -5,6 +5,8 @@ the one tenant it acts in, whether it is an admin of that tenant, and which user
 and agents it may act for (``None``: any). Surfaces build a ``Context`` from the
 principal plus the user and agent the request names, and ``Principal.allows``
 refuses a user or agent outside the principal's reach before the SDK is called.
+Every surface (REST, MCP over HTTP, the dashboard through REST) asks ``allows``,
+so the reach rules are these and nowhere else.
 """
 
 from __future__ import annotations
@@ -29,16 +31,34 @@ class Principal:
 
     def allows(self, user_id: str | None, agent_id: str | None = None) -> None:
         """Raise ``Forbidden`` unless this principal may act for ``user_id`` and
-        ``agent_id`` (a missing user is allowed here; the SDK reports it)."""
+        ``agent_id`` (a missing user is allowed here; the SDK reports it).
+
+        A principal limited to some agents must name one of them: it is those
+        agents, never the user's agent-less view (which would show, and change, the
+        user's own memories every agent shares)."""
         if user_id is not None and self.users is not None and user_id not in self.users:
             raise Forbidden(f"key {self.key_id!r} may not act for user {user_id!r}")
-        if agent_id is not None and self.agents is not None and agent_id not in self.agents:
+        if self.agents is None:
+            return
+        if agent_id is None:
+            raise Forbidden(f"key {self.key_id!r} acts only for agents {sorted(self.agents)}: "
+                            "name one of them as the agent")  # fmt: skip
+        if agent_id not in self.agents:
             raise Forbidden(f"key {self.key_id!r} may not act for agent {agent_id!r}")
 
     def require_admin(self, action: str) -> None:
         """Raise ``Forbidden`` unless this principal is its tenant's admin."""
         if not self.admin:
             raise Forbidden(f"{action} needs an admin key; key {self.key_id!r} is not one")
+
+    def require_whole_tenant(self, action: str) -> None:
+        """Raise ``Forbidden`` unless this principal is an admin that reaches every user
+        and agent of its tenant (what a tenant-wide change needs: share grants, a
+        consolidation of every user)."""
+        self.require_admin(action)
+        if self.users is not None or self.agents is not None:
+            raise Forbidden(f"{action} acts for every user and agent of the tenant; key "
+                            f"{self.key_id!r} is limited to some of them")  # fmt: skip
 
 
 class Authenticator(Protocol):

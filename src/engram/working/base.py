@@ -26,20 +26,22 @@ from __future__ import annotations
 import builtins
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from engram import limits
 from engram.clock import Clock
 from engram.errors import InvalidArgument
 from engram.scope import Scope
+from engram.store.erasure import Scrub
 from engram.working.config import WorkingConfig
 
 __all__ = [
     "KINDS",
     "ScopedWorking",
+    "ScrubbedWorking",
     "WorkingItem",
     "WorkingMemory",
     "WorkingScope",
@@ -144,6 +146,17 @@ class WorkingStore(Protocol):
 
     def close(self) -> None:
         """Release connections."""
+        ...
+
+
+@runtime_checkable
+class ScrubbedWorking(Protocol):
+    """A backend that can also show physically that erased texts are gone (both
+    built-in ones; a custom ``WorkingStore`` without it is checked by rows only)."""
+
+    def scrub(self, strings: Sequence[str], erased: bool) -> Scrub:
+        """After an erasure: what the backend checked for ``strings`` beyond its rows
+        (``erased``: items were deleted, so persisted copies must be rewritten)."""
         ...
 
 

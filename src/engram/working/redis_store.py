@@ -27,13 +27,16 @@ message repeats the URL's password.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import quote, unquote
 
 from engram.errors import InvalidArgument, StoreError, Unavailable
+from engram.store import erasure
+from engram.store.erasure import Scrub
+from engram.working import redis_persistence
 from engram.working.base import WorkingItem, WorkingScope
 from engram.working.config import WorkingConfig
 from engram.working.redis_url import RedisTarget
@@ -197,6 +200,23 @@ class RedisWorking:
     def subject_residue(self, tenant_id: str, user_id: str) -> int:
         """Keys (items and indexes) of that user still in Redis."""
         return sum(len(self._scan(p)) for p in self._subject_patterns(tenant_id, user_id))
+
+    def scrub(self, strings: Sequence[str], erased: bool) -> Scrub:
+        """Once its keys are deleted Redis holds no erased value in memory; what it may
+        still hold is on disk, in its persistence (RDB snapshot, append-only file).
+        When items were ``erased`` and persistence is on, rewrite both now and wait
+        (``redis_persistence``); ``redis persistence`` fails when that could not be
+        confirmed. Not checked (not named) where ``CONFIG`` is not allowed."""
+        wanted = erasure.windows(strings)
+        if not erased:
+            return Scrub((), (), wanted.strings, wanted.short)
+        try:
+            wait = self.config.redis_timeout_seconds * 5
+            done = self._call(lambda: redis_persistence.rewrite(self._client, wait))
+        except StoreError:
+            return Scrub((), (), wanted.strings, wanted.short)
+        failed = () if done else (redis_persistence.CHECK,)
+        return Scrub((redis_persistence.CHECK,), failed, wanted.strings, wanted.short)
 
     def close(self) -> None:
         """Close the connection pool."""

@@ -25,12 +25,14 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from engram.errors import InvalidArgument, MigrationError, StoreError
+from engram.store import erasure
+from engram.store.erasure import Scrub
 from engram.store.predicate import NO_AGENT, OwnerSlot, Subject
 from engram.working.base import WorkingItem, WorkingScope
 from engram.working.config import WorkingConfig
@@ -62,6 +64,8 @@ _UPSERT = (
     "expires_at = excluded.expires_at"
 )
 _TABLE = "working_items"
+# A byte check across every scope (a file byte belongs to no scope); it returns no item.
+_HOLDING = "SELECT 1 FROM working_items WHERE instr(value, :w) OR instr(key, :w) LIMIT 1"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICRO = timedelta(microseconds=1)
 
@@ -241,6 +245,20 @@ class SQLiteWorking:
             f"working memory: the WAL of {self.path!r} could not be checkpointed "
             "after an erasure; run erase_subject again when readers are idle"
         )
+
+    def scrub(self, strings: Sequence[str], erased: bool) -> Scrub:
+        """Checkpoint the WAL and look for ``strings`` (as written and as JSON escapes
+        them) in this file, its WAL and shared memory; a text a live item holds is
+        not residue (an agent may keep what a forgotten memory said)."""
+        escaped = [json.dumps(text, ensure_ascii=False)[1:-1] for text in strings]
+        wanted = erasure.windows([*strings, *escaped])
+        if self.path in ("", ":memory:"):
+            return Scrub((), (), wanted.strings, wanted.short)
+
+        def still_held(window: str) -> bool:
+            return bool(self._read(_HOLDING, {"w": window}))
+
+        return erasure.scrub(self._conn, self._lock, self.path, still_held, wanted, "working ")
 
     def subject_residue(self, tenant_id: str, user_id: str) -> int:
         """Rows of that user still in the table, expired or not."""

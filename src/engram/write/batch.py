@@ -56,10 +56,13 @@ def stage(config: Config, scope: Scope, items: Iterable[Mapping[str, Any]],
 
 
 def write_chunk(
-    store: Store, writer: WritePath, scope: Scope, chunk: Sequence[Unit], when: datetime
-) -> list[WriteResult]:
+    store: Store, writer: WritePath, scope: Scope, chunk: Sequence[Unit], when: datetime,
+    stated: bool = False,
+) -> list[WriteResult]:  # fmt: skip
     """Prepare each target's units with no lock held, then commit them all in one
-    transaction (decisions read the slots there); results in chunk order."""
+    transaction (decisions read the slots there); results in chunk order. ``stated``:
+    the items are the caller's own words (``remember``), not a proposer's
+    (``Owner.stated``)."""
     groups: dict[tuple[str, str | None], list[int]] = {}
     for index, unit in enumerate(chunk):
         slot = (unit.target, owning_agent(scope.agent_id, unit.parts[0]))
@@ -70,7 +73,8 @@ def write_chunk(
     results: dict[int, WriteResult] = {}
     owners = {
         group: Owner(
-            scope.tenant_id, scope.user_id, group[1], group[0], actor(scope), scope.agent_id
+            scope.tenant_id, scope.user_id, group[1], group[0], actor(scope), scope.agent_id,
+            stated,
         )
         for group in groups
     }

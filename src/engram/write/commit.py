@@ -34,7 +34,9 @@ class Owner:
     ``user_id`` is None for the tenant's global memories; ``agent_id`` is the agent
     the new memory belongs to (None for the user's own); ``writer_agent`` the agent
     of the context that wrote it, whose memories the write may meet
-    (``OwnerSlot.key_sql``)."""
+    (``OwnerSlot.key_sql``). ``stated`` is True for the caller's own words
+    (``remember``, ``correct``), False for a proposer, an import, a consolidation
+    or a share: only a stated explicit write lifts a tombstone (``write.tombstones``)."""
 
     tenant_id: str
     user_id: str | None
@@ -42,6 +44,7 @@ class Owner:
     scope: str
     actor: str
     writer_agent: str | None = None
+    stated: bool = False
 
     @property
     def slot(self) -> OwnerSlot:

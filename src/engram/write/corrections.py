@@ -11,7 +11,9 @@ before the transaction (it may be slow and must not hold the write lock).
 Share copies follow in the same transaction (``write.copies``): retracting or
 correcting a memory retracts the copies other agents received of it (a
 correction is a new version, which its sharer may share again), and expiring it
-expires them.
+expires them. What consolidation derived from it (its summaries, the facts
+extracted from it) is retracted with a retraction or an expiry, and the
+summaries' episodes are summarised again by the next run (``write.derivations``).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from engram.types import (
     Status,
     WriteResult,
 )
-from engram.write import copies, policy
+from engram.write import copies, derivations, policy, tombstones
 from engram.write.commit import Owner, commit, new_record
 from engram.write.decide import Decision
 from engram.write.index import embed_contents, vectors_enabled
@@ -158,9 +160,13 @@ def correct(
         if vector is not None and store.vector_model() not in (None, embedder.model_id):
             vector = None  # re-indexed under another model meanwhile
         model = embedder.model_id if vector is not None else None
-        new = new_record(proposal, owner, decision, now, config,
-                         content_hash(proposal.content), model)  # fmt: skip
-        return commit(store, decision, new, vector, proposal, owner, now)
+        digest = content_hash(proposal.content)
+        new = new_record(proposal, owner, decision, now, config, digest, model)
+        result = commit(store, decision, new, vector, proposal, owner, now)
+        stated = dataclasses.replace(owner, stated=True)  # the user's own words: lifts
+        if tombstones.buried(store, stated, [digest]):
+            tombstones.lift(store, stated, [digest], [new.id], now)
+        return result
 
 
 def _finish(
@@ -180,6 +186,7 @@ def _finish(
     store.apply([*changes, Audit(entry)])
     copies.follow(store, record.tenant_id, [record.id], changed.status, f"original_{code}",
                   actor, now)  # fmt: skip
+    derivations.follow_derived(store, vis, record, f"source_{code}", actor, now)
     return WriteResult(operation, changed, reason, related=related)
 
 

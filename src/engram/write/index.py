@@ -8,7 +8,7 @@ from another model gets no new vectors until ``rebuild`` re-embeds everything.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,8 +64,12 @@ def embed_contents(embedder: Embedder, texts: Sequence[str]) -> NDArray[np.float
     return matrix
 
 
-def rebuild(store: Backend, embedder: Embedder, batch: int = 256) -> RebuildReport:
-    """Regenerate the lexical and vector indexes from the records table, atomically."""
+def rebuild(store: Backend, embedder: Embedder, batch: int = 256,
+            progress: Callable[[int], None] | None = None) -> RebuildReport:  # fmt: skip
+    """Regenerate the lexical and vector indexes from the records table, atomically.
+
+    ``progress`` is called with the size of each batch once it is re-embedded (the
+    command line draws its progress line from it)."""
     records = vectors = 0
     with store.transaction():
         store.rebuild_lexical()
@@ -76,4 +80,6 @@ def rebuild(store: Backend, embedder: Embedder, batch: int = 256) -> RebuildRepo
             tagged = [r.replace(embedding_model=embedder.model_id) for r in chunk]
             store.put_vectors(tagged, matrix)
             vectors += len(chunk)
+            if progress is not None:
+                progress(len(chunk))
     return RebuildReport(records=records, vectors=vectors, model=embedder.model_id)

@@ -9,13 +9,16 @@ on what the transaction sees and a batch lands whole or not at all.
 
 A prepared batch is made of units (``write.passages.Unit``): one proposal, or
 the passages of one long content, which are decided together (``_group``) and
-give one ``WriteResult``.
+give one ``WriteResult``. A unit whose content (any passage of it) was forgotten
+or erased meets its tombstone inside the transaction (``write.tombstones``): it
+is REJECTed ``tombstoned``, or, stated again explicitly, written and the
+tombstone lifted.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -29,7 +32,7 @@ from engram.store.contract import Audit, Change, SlotProbe, Update
 from engram.store.open import Backend
 from engram.store.predicate import OwnerSlot
 from engram.types import Operation, Proposal, Record, Status, WriteResult
-from engram.write import passages, policy
+from engram.write import passages, policy, tombstones
 from engram.write.commit import Owner, commit, new_record
 from engram.write.decide import Decision, SlotState, decide
 from engram.write.index import embed_contents, vectors_enabled
@@ -103,25 +106,39 @@ class WritePath:
         sizes = tuple(len(unit.parts) for unit in units)
         return Prepared(proposals, verdicts, hashes, vectors, model, sizes)
 
-    def commit_prepared(self, owner: Owner, prepared: Prepared, now: datetime) -> list[WriteResult]:
+    def commit_prepared(
+        self, owner: Owner, prepared: Prepared, now: datetime,
+        unseen: Callable[[Record], bool] | None = None,
+    ) -> list[WriteResult]:  # fmt: skip
         """Decide and commit prepared units, one result each; the caller holds the
         transaction.
 
-        Vectors made under another model than the store's (the store was
-        re-indexed meanwhile) are dropped rather than mixed in."""
+        ``unseen`` names stored versions the decision of a single proposal does not
+        meet (an import's versions of other rows of its file, which the exporting
+        store has already decided). Vectors made under another model than the
+        store's (the store was re-indexed meanwhile) are dropped rather than mixed in."""
         model = prepared.model
         if model is not None and self._store.vector_model() not in (None, model):
             model = None
         vectors = prepared.vectors if model else (None,) * len(prepared.vectors)
         parts = list(zip(prepared.proposals, prepared.verdicts, prepared.hashes, vectors,
                          strict=True))  # fmt: skip
+        buried = tombstones.buried(self._store, owner, prepared.hashes)
         results = []
         for span in prepared.units():
             unit = parts[span]
+            met = [digest for _, _, digest, _ in unit if digest in buried]
+            if met and not tombstones.lifts(owner, unit[0][0]):
+                results.append(commit(self._store, tombstones.refusal(), None, None, unit[0][0],
+                                      owner, now))  # fmt: skip
+                continue
             if len(unit) == 1:
-                results.append(self._one(owner.slot, owner, *unit[0], now))
+                results.append(self._one(owner.slot, owner, *unit[0], now, unseen=unseen))
             else:
                 results.append(self._group(owner, unit, now))
+            if met and results[-1].record is not None:
+                written = [results[-1].record.id, *results[-1].passages[1:]]
+                tombstones.lift(self._store, owner, met, written, now)
         return results
 
     def _group(
@@ -170,11 +187,13 @@ class WritePath:
         vector: NDArray[np.float32] | None,
         now: datetime,
         state: SlotState | None = None,
+        unseen: Callable[[Record], bool] | None = None,
     ) -> WriteResult:
         """Decide and commit one proposal against ``state`` (by default, what the
-        slot holds now); versions past their retention take no part."""
+        slot holds now, less the ``unseen`` versions); versions past their retention
+        take no part."""
         if state is None:
-            state = self._slot_state(slot, proposal, digest, verdict)
+            state = _without(self._slot_state(slot, proposal, digest, verdict), unseen)
         state = self._live(state, owner, now)
         threshold = self._config.write.conflict_threshold
         decision = decide(proposal, verdict, state, digest, threshold)
@@ -243,6 +262,13 @@ class WritePath:
         found = slot_versions(self._store, probes)
         versions = found[0] if proposal.key else []
         return SlotState(key_versions=versions, duplicates=found[-1])
+
+
+def _without(state: SlotState, unseen: Callable[[Record], bool] | None) -> SlotState:
+    if unseen is None:
+        return state
+    return SlotState([r for r in state.key_versions if not unseen(r)],
+                     [r for r in state.duplicates if not unseen(r)])  # fmt: skip
 
 
 def _due(record: Record, now: datetime) -> bool:

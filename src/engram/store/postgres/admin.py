@@ -2,13 +2,15 @@
 
 Differences from the SQLite store, each because PostgreSQL is a server:
 
-* no in-memory partitions or their counters, so ``forget_counters`` has nothing
-  to delete, ``counter_rows`` is 0 and ``holds_cached`` is False; the
+* no in-memory partitions or their counters, so ``forget_counters`` deletes
+  only the subject's consolidation run row, ``counter_rows`` is 0 and
+  ``holds_cached`` is False; the
   process-wide stem cache is still dropped (the rerank shares it);
-* ``scrub`` cannot read the server's files: it runs ``VACUUM`` on the tables an
-  erasure touched, so dead row versions are pruned, and names only that check.
-  PostgreSQL does not zero freed space, and WAL keeps old pages until recycled:
-  the receipt claims no byte scan (the SQLite store's ``file bytes`` checks).
+* ``scrub`` runs ``VACUUM`` on the tables an erasure touched and checks dead
+  tuples; it scans the relation files only where this process can read them (a
+  local server), and rewrites the tables when they still hold erased bytes
+  (``store.postgres.physical``). PostgreSQL does not zero freed space, and the
+  WAL keeps old pages until recycled: neither is claimed otherwise.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from psycopg.pq import TransactionStatus
 from engram.errors import StoreError
 from engram.store import erasure, lexicon
 from engram.store.dialect import POSTGRES
-from engram.store.postgres import sql, traces
+from engram.store.postgres import physical, sql, traces
 from engram.store.postgres import vectors as vector_sql
 from engram.store.postgres.audit import AuditLog
 from engram.store.postgres.schema import TEXT_CONFIG_KEY, VECTOR_DIM_KEY, VECTOR_MODEL_KEY
@@ -39,7 +41,10 @@ _MUTABLE = (
     "status", "valid_to", "superseded_by", "contested_with", "updated_at", "confidence",
     "observed_at", "expires_at", "access_count", "last_accessed_at", "embedding_model",
 )  # fmt: skip
-_VACUUMED = ("records", "traces", "forgotten")
+_SUBJECT_TABLES = (
+    ("records", "r"), ("traces", "t"), ("procedure_stats", "s"), ("consolidated", "c"),
+    ("consolidation_runs", "k"),
+)  # fmt: skip
 _FAILED = TransactionStatus.INERROR
 
 
@@ -170,10 +175,6 @@ class Admin(AuditLog):
         """Ids of every record of one subject."""
         return self._ids(sql.subject_ids(subject), subject.tenant_id)
 
-    def user_ids(self, tenant: Tenant, limit: int) -> list[str]:
-        """The tenant's users that own records, in id order, at most ``limit``."""
-        return [str(row[0]) for row in self.rows(sql.user_ids(tenant, limit), "a user listing")]
-
     def derived_ids(self, tenant: Tenant, ids: Sequence[str]) -> list[str]:
         """Ids of the tenant's records derived from any of ``ids``."""
         return self._ids(sql.derived_ids(tenant, ids), tenant.tenant_id) if ids else []
@@ -198,16 +199,21 @@ class Admin(AuditLog):
         return counts
 
     def subject_residue(self, subject: Subject) -> int:
-        """Rows (records, traces) a subject still has: 0 after an erasure."""
+        """Rows (records, traces, outcome statistics, consolidation marks and runs) a
+        subject still has: 0 after an erasure."""
         total = 0
-        for table, alias in (("records", "r"), ("traces", "t")):
+        for table, alias in _SUBJECT_TABLES:
             cond, params = subject.sql(alias, POSTGRES)
             query = (f"SELECT count(*) FROM {table} {alias} WHERE {cond}", params)
             total += int(self.rows(query, "an erasure check")[0][0])
         return total
 
     def forget_counters(self, subject: Subject) -> None:
-        """Nothing to delete: this store keeps no per-partition counters."""
+        """Delete the subject's consolidation run row (this store keeps no per-partition
+        counters; outcome statistics and marks go with their records)."""
+        self.writing(subject.tenant_id)
+        cond, params = subject.sql("k", POSTGRES)
+        self.run((f"DELETE FROM consolidation_runs AS k WHERE {cond}", params), "an erasure")
 
     def counter_rows(self, subject: Subject) -> int:
         """0: this store keeps no per-partition counters."""
@@ -222,18 +228,17 @@ class Admin(AuditLog):
         return False
 
     def scrub(self, strings: Sequence[str]) -> erasure.Scrub:
-        """``VACUUM`` the tables an erasure deletes from (outside any transaction),
-        and say so; see the module docstring for what is not checked."""
+        """After an erasure commits, outside any transaction: ``VACUUM``, dead tuples,
+        the relation files when readable here, a rewrite if configured
+        (``store.postgres.physical``: what is and is not checked)."""
         wanted = erasure.windows(strings)
         if self.in_transaction:
             return erasure.Scrub(("vacuum",), ("vacuum",), wanted.strings, wanted.short)
         try:
             with self._unlimited("vacuum") as conn:
-                for table in _VACUUMED:
-                    conn.execute(f"VACUUM {table}")
+                return physical.scrub(conn, strings, self.config.erasure_rewrite)
         except StoreError:
             return erasure.Scrub(("vacuum",), ("vacuum",), wanted.strings, wanted.short)
-        return erasure.Scrub(("vacuum",), (), wanted.strings, wanted.short)
 
     # -- derived indexes ----------------------------------------------------------
 

@@ -29,7 +29,18 @@ both backends. What differs:
   a unique partial index, as SQLite's migration 0014.
 * ``share_grants`` and the indexes of share copies (by target agent, by original):
   SQLite's 0016.
-* ``records_vector_owners`` (0008): the owner columns of the rows holding a
+* ``0008_consolidation`` (SQLite's 0017): ``procedure_stats``, ``consolidated``
+  and ``consolidation_runs``; the first two reference their record by
+  (tenant_id, id) with ``ON DELETE CASCADE`` (what SQLite's trigger does), a key
+  that leads with the distribution column, so Citus keeps them co-located.
+* ``0009_merge_links`` (SQLite's 0018): an index on ``superseded_by``, which the
+  version walk follows backwards (a merged fact is superseded by its survivor
+  without the survivor naming it).
+* ``0010_tombstones`` to ``0012_sweeps`` (SQLite's 0019-0021), forgetting and
+  erasure: ``tombstones`` and ``tombstone_keys``, ``cache_generations`` (bumped
+  by every deletion: every process serving the database drops its in-memory
+  copies of the tenant) and ``sweeps`` (how far each tenant was swept).
+* ``records_vector_owners`` (0013): the owner columns of the rows holding a
   vector, so the vector probe's bounded count is an index-only walk. SQLite has
   no counterpart: its vector partitions count in memory.
 """
@@ -167,6 +178,39 @@ CREATE TABLE traces (
 CREATE INDEX traces_owner ON traces (tenant_id, user_id, seq);
 """
 
+_CONSOLIDATION = """
+CREATE TABLE procedure_stats (
+    tenant_id text NOT NULL,
+    procedure_id text NOT NULL,
+    user_id text NOT NULL,
+    successes bigint NOT NULL DEFAULT 0,
+    failures bigint NOT NULL DEFAULT 0,
+    reward_total double precision NOT NULL DEFAULT 0,
+    rewards bigint NOT NULL DEFAULT 0,
+    updated_at bigint NOT NULL,
+    PRIMARY KEY (tenant_id, procedure_id),
+    FOREIGN KEY (tenant_id, procedure_id) REFERENCES records (tenant_id, id) ON DELETE CASCADE
+);
+CREATE INDEX procedure_stats_subject ON procedure_stats (tenant_id, user_id);
+CREATE TABLE consolidated (
+    tenant_id text NOT NULL,
+    user_id text NOT NULL,
+    episode_id text NOT NULL,
+    at bigint NOT NULL,
+    PRIMARY KEY (tenant_id, user_id, episode_id),
+    FOREIGN KEY (tenant_id, episode_id) REFERENCES records (tenant_id, id) ON DELETE CASCADE
+);
+CREATE INDEX consolidated_episode ON consolidated (tenant_id, episode_id);
+CREATE TABLE consolidation_runs (
+    tenant_id text NOT NULL,
+    user_id text NOT NULL,
+    holder text NOT NULL,
+    lease_until bigint NOT NULL,
+    last_run bigint,
+    PRIMARY KEY (tenant_id, user_id)
+);
+"""
+
 
 _SHARE_GRANTS = """
 CREATE TABLE share_grants (
@@ -180,6 +224,37 @@ CREATE TABLE share_grants (
 CREATE INDEX records_shared ON records (tenant_id, agent_id, type) WHERE source_kind = 'share';
 CREATE INDEX records_share_original ON records (tenant_id, ((derived_from::jsonb) ->> 0))
     WHERE source_kind = 'share';
+"""
+
+
+_MERGE_LINKS = """
+CREATE INDEX records_superseded_by ON records (tenant_id, superseded_by)
+    WHERE superseded_by IS NOT NULL;
+"""
+
+
+_TOMBSTONES = """
+CREATE TABLE tombstone_keys (tenant_id text PRIMARY KEY, key bytea NOT NULL);
+CREATE TABLE tombstones (
+    tenant_id text NOT NULL,
+    user_id text NOT NULL,
+    digest text NOT NULL,
+    at bigint NOT NULL,
+    PRIMARY KEY (tenant_id, user_id, digest)
+);
+"""
+
+_CACHE_GENERATIONS = """
+CREATE TABLE cache_generations (tenant_id text PRIMARY KEY, generation bigint NOT NULL);
+"""
+
+_SWEEPS = """
+CREATE TABLE sweeps (
+    tenant_id text PRIMARY KEY,
+    swept_to bigint NOT NULL,
+    runs bigint NOT NULL DEFAULT 0
+);
+CREATE INDEX records_due ON records (tenant_id, expires_at, id) WHERE expires_at IS NOT NULL;
 """
 
 
@@ -204,5 +279,10 @@ def migrations(text_search: str) -> tuple[tuple[str, str], ...]:
         ("0005_audit", _AUDIT),
         ("0006_traces", _TRACES),
         ("0007_share_grants", _SHARE_GRANTS),
-        ("0008_vector_owner_counts", _VECTOR_OWNERS),
+        ("0008_consolidation", _CONSOLIDATION),
+        ("0009_merge_links", _MERGE_LINKS),
+        ("0010_tombstones", _TOMBSTONES),
+        ("0011_cache_generations", _CACHE_GENERATIONS),
+        ("0012_sweeps", _SWEEPS),
+        ("0013_vector_owner_counts", _VECTOR_OWNERS),
     )

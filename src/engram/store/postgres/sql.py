@@ -112,19 +112,20 @@ def listing(
 
 
 def history(vis: Visibility, record_id: str) -> Query:
-    """The whole visible version chain through ``record_id``, oldest first."""
+    """Every visible version of the fact ``record_id`` is one of, oldest first: the
+    records linked to it through ``supersedes`` and ``superseded_by``, in either
+    direction and transitively, so a fact merged into another (superseded by it,
+    which supersedes something else) is a version of the survivor too."""
     cond, params = _cond(vis)
     sql = f"""
     WITH RECURSIVE
-      back(id, link) AS (
-        SELECT r.id, r.supersedes FROM records r WHERE r.id = %(id)s AND {cond}
-        UNION SELECT r.id, r.supersedes FROM records r JOIN back b ON r.id = b.link
-        WHERE {cond}),
-      fwd(id, link) AS (
-        SELECT r.id, r.superseded_by FROM records r WHERE r.id = %(id)s AND {cond}
-        UNION SELECT r.id, r.superseded_by FROM records r JOIN fwd f ON r.id = f.link
+      chain(id, back, fwd) AS (
+        SELECT r.id, r.supersedes, r.superseded_by FROM records r
+        WHERE r.id = %(id)s AND {cond}
+        UNION SELECT r.id, r.supersedes, r.superseded_by FROM chain c JOIN records r
+          ON r.id = c.back OR r.id = c.fwd OR r.superseded_by = c.id
         WHERE {cond})
-    {SELECT} WHERE r.id IN (SELECT id FROM back UNION SELECT id FROM fwd) AND {cond}
+    {SELECT} WHERE r.id IN (SELECT id FROM chain) AND {cond}
     ORDER BY r.version, r.created_at, r.id"""
     return sql, {**params, "id": record_id}
 
@@ -318,16 +319,6 @@ def subject_ids(subject: Subject) -> Query:
     """Ids of every record of one subject."""
     cond, params = subject.sql("r", POSTGRES)
     return f"SELECT r.id FROM records r WHERE {cond} ORDER BY r.id", params
-
-
-def user_ids(tenant: Tenant, limit: int) -> Query:
-    """The tenant's users that own records, in id order (global records have none)."""
-    cond, params = tenant.sql("r", POSTGRES)
-    sql = (
-        f"SELECT DISTINCT r.user_id FROM records r WHERE {cond} AND r.user_id <> ''"
-        " ORDER BY r.user_id LIMIT %(limit)s"
-    )
-    return sql, {**params, "limit": limit}
 
 
 def derived_ids(tenant: Tenant, ids: Sequence[str]) -> Query:

@@ -29,11 +29,12 @@ from engram.errors import EngramError, InvalidArgument, StoreError
 from engram.store import contract
 from engram.store.dialect import POSTGRES
 from engram.store.lexical import terms
-from engram.store.postgres import sql, vectors
+from engram.store.postgres import lifecycle_sql, sql, vectors
 from engram.store.postgres.admin import update_query
 from engram.store.postgres.config import PostgresConfig
 from engram.store.postgres.connect import connect, libpq_url, migrate, open_pool, text_config
 from engram.store.postgres.errors import Server
+from engram.store.postgres.lifecycle import Lifecycle
 from engram.store.postgres.session import Conn, on
 from engram.store.postgres.shares import Shares
 from engram.store.predicate import OwnerSlot, Tenant, Visibility
@@ -73,18 +74,31 @@ def _tenant_of(change: contract.Change) -> str:
     """The tenant a change writes to (its writer lock is taken first)."""
     if isinstance(change, (contract.Insert, contract.Update, contract.Place)):
         return change.record.tenant_id
-    if isinstance(change, (contract.Delete, contract.UnlinkContests)):
+    if isinstance(
+        change,
+        (
+            contract.Delete,
+            contract.UnlinkContests,
+            contract.Reconsolidate,
+            contract.AddTombstones,
+            contract.DropTombstones,
+        ),
+    ):
         return change.tenant.tenant_id
+    if isinstance(change, contract.AnonymiseTombstones):
+        return change.subject.tenant_id
     if isinstance(change, contract.Touch):
         return change.vis.tenant_id
     if isinstance(change, contract.PutGrants):
         return change.grants[0].tenant_id if change.grants else ""
     if isinstance(change, contract.DropGrants):
         return change.tenant.tenant_id
+    if isinstance(change, (contract.Outcome, contract.Consolidated)):
+        return change.subject.tenant_id
     return change.entry.tenant_id
 
 
-class PostgresStore(Shares):
+class PostgresStore(Shares, Lifecycle):
     """System of record, lexical and vector indexes in one PostgreSQL database."""
 
     @classmethod
@@ -306,6 +320,11 @@ class PostgresStore(Shares):
         elif isinstance(change, contract.Delete):
             if change.ids:
                 applied.deleted += int(on(conn, sql.delete(change.tenant, change.ids))[0][0])
+            conn.execute(*lifecycle_sql.bump(change.tenant))
+        elif isinstance(
+            change, (contract.AddTombstones, contract.DropTombstones, contract.AnonymiseTombstones)
+        ):
+            self.apply_tombstones(conn, change, applied)
         elif isinstance(change, contract.UnlinkContests):
             if change.ids:
                 query = sql.unlink_contests(change.tenant, change.ids, to_micros(change.at) or 0)
@@ -319,6 +338,19 @@ class PostgresStore(Shares):
             applied.granted += self.put_grants(conn, change)
         elif isinstance(change, contract.DropGrants):
             applied.revoked += self.drop_grants(conn, change)
+        elif isinstance(change, contract.Outcome):
+            conn.execute(*lifecycle_sql.outcome(change.subject, change.procedure_id,
+                                                change.success, change.reward,
+                                                to_micros(change.at) or 0))  # fmt: skip
+        elif isinstance(change, contract.Consolidated):
+            if change.episode_ids:
+                marked = lifecycle_sql.mark_consolidated(change.subject, change.episode_ids,
+                                                         to_micros(change.at) or 0)  # fmt: skip
+                conn.execute(*marked)
+        elif isinstance(change, contract.Reconsolidate):
+            if change.summary_ids:
+                conn.execute(*lifecycle_sql.reconsolidate(change.tenant, change.summary_ids,
+                                                          change.summary_type))  # fmt: skip
         else:  # pragma: no cover - the Change union is closed
             raise StoreError(f"unknown change {type(change).__name__}")
 

@@ -91,10 +91,6 @@ class Admin(Writes):
         """Ids of every record of one subject."""
         return [row[0] for row in self._rows(admin.subject_ids(subject))]
 
-    def user_ids(self, tenant: Tenant, limit: int) -> list[str]:
-        """The tenant's users that own records, in id order, at most ``limit``."""
-        return [row[0] for row in self._rows(admin.user_ids(tenant, limit))]
-
     def derived_ids(self, tenant: Tenant, ids: Sequence[str]) -> list[str]:
         """Ids of tenant records derived from any of ``ids``."""
         return [row[0] for row in self._rows(admin.derived_from(tenant, ids))] if ids else []
@@ -122,14 +118,15 @@ class Admin(Writes):
         return counts
 
     def subject_residue(self, subject: Subject) -> int:
-        """Rows (records, vectors, traces) a subject still has: 0 after an erasure."""
+        """Rows (records, vectors, traces, outcome statistics, consolidation marks and
+        runs) a subject still has: 0 after an erasure."""
         return sum(int(self._rows(query)[0][0]) for query in admin.subject_counts(subject))
 
     def forget_counters(self, subject: Subject) -> None:
-        """Delete the subject's rows of the counter tables (inside the erasure's
-        transaction). A cached partition is fresh while its counters match, so the
-        tenant's caches are dropped at COMMIT, still under the store lock: none
-        stamped with the old counters survives to match new ones."""
+        """Delete the subject's rows of the counter tables and its consolidation run
+        row (inside the erasure's transaction). A cached partition is fresh while its
+        counters match, so the tenant's caches are dropped at COMMIT, still under the
+        store lock: none stamped with the old counters survives to match new ones."""
         for query in admin.forget_counters(subject):
             self._run(*query)
         self._after_commit.append(partial(self.forget_partition, subject))

@@ -28,6 +28,22 @@ before a ``forget`` committed cannot resurrect the chain afterwards.
 agent, per tenant; ``lifecycle.share``) and two indexes of the share copies: by
 the agent they were shared to (a revoked grant deletes those) and by their
 original (``derived_from[0]``: a change to the original follows its copies).
+
+0017 holds what the lifecycle keeps beside the records: ``procedure_stats``
+(counted outcomes of each procedure), ``consolidated`` (the episodes
+consolidation has read, each once) and ``consolidation_runs`` (one row per
+subject: who holds the consolidation lease, until when, and the ``now`` of the
+last finished run). A deleted record takes its statistics and its mark with it
+(a trigger); an erasure deletes the subject's run row.
+
+0019-0021 serve forgetting and erasure (``docs/erasure.md``): ``tombstones``
+holds keyed digests of erased contents per owner (never the text; the key of
+each tenant is in ``tombstone_keys``), ``cache_generations`` counts each
+tenant's deletions so every process serving the file knows when its in-memory
+copies are stale, and ``sweeps`` remembers how far each tenant was swept (a
+sweep with an earlier clock is reported). Two indexes serve the sweep's scans, and
+one the unlinking of contest partners every deletion does (it scanned the
+tenant's every record per batch without it).
 """
 
 from __future__ import annotations
@@ -310,6 +326,87 @@ CREATE INDEX records_share_original ON records (tenant_id, json_extract(derived_
     WHERE source_kind = 'share';
 """
 
+_CONSOLIDATION = """
+CREATE TABLE procedure_stats (
+    tenant_id TEXT NOT NULL,
+    procedure_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    successes INTEGER NOT NULL DEFAULT 0,
+    failures INTEGER NOT NULL DEFAULT 0,
+    reward_total REAL NOT NULL DEFAULT 0,
+    rewards INTEGER NOT NULL DEFAULT 0,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, procedure_id)
+) WITHOUT ROWID;
+CREATE INDEX procedure_stats_subject ON procedure_stats (tenant_id, user_id);
+CREATE TABLE consolidated (
+    tenant_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    episode_id TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, user_id, episode_id)
+) WITHOUT ROWID;
+CREATE TABLE consolidation_runs (
+    tenant_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    holder TEXT NOT NULL,
+    lease_until INTEGER NOT NULL,
+    last_run INTEGER,
+    PRIMARY KEY (tenant_id, user_id)
+) WITHOUT ROWID;
+CREATE TRIGGER records_drop_lifecycle AFTER DELETE ON records BEGIN
+    DELETE FROM procedure_stats WHERE tenant_id = old.tenant_id AND procedure_id = old.id;
+    DELETE FROM consolidated
+        WHERE tenant_id = old.tenant_id AND user_id = old.user_id AND episode_id = old.id;
+END;
+"""
+
+# The version walk (``history``) follows ``superseded_by`` backwards too: a fact
+# merged into another is superseded by it without the survivor naming it.
+_MERGE_LINKS = """
+CREATE INDEX records_superseded_by ON records (tenant_id, superseded_by)
+    WHERE superseded_by IS NOT NULL;
+"""
+
+# Keyed digests of erased contents (``store.tombstones``): a non-explicit write of
+# the same normalised content for the same owner (or any owner, for an erased
+# subject's contents) is refused. ``user_id`` is the owner, '' for tenant-wide
+# records, ``:erased`` for a subject erased since (no user is named any more).
+_TOMBSTONES = """
+CREATE TABLE tombstone_keys (
+    tenant_id TEXT NOT NULL PRIMARY KEY,
+    key BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE tombstones (
+    tenant_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, user_id, digest)
+) WITHOUT ROWID;
+"""
+
+# One row per tenant, bumped by every deletion in the same transaction: a process
+# that sees a new value drops what it holds in memory of that tenant.
+_CACHE_GENERATIONS = """
+CREATE TABLE cache_generations (
+    tenant_id TEXT NOT NULL PRIMARY KEY,
+    generation INTEGER NOT NULL
+) WITHOUT ROWID;
+"""
+
+_SWEEPS = """
+CREATE TABLE sweeps (
+    tenant_id TEXT NOT NULL PRIMARY KEY,
+    swept_to INTEGER NOT NULL,
+    runs INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE INDEX records_due ON records (tenant_id, expires_at, id) WHERE expires_at IS NOT NULL;
+CREATE INDEX records_tenant_order ON records (tenant_id, id);
+CREATE INDEX records_contested ON records (tenant_id, contested_with)
+    WHERE contested_with IS NOT NULL;
+"""
+
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_meta", _META),
     ("0002_records", _RECORDS),
@@ -327,4 +424,9 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0014_one_active_version", _ONE_ACTIVE),
     ("0015_audit_subjects", _AUDIT_SUBJECTS),
     ("0016_share_grants", _SHARE_GRANTS),
+    ("0017_consolidation", _CONSOLIDATION),
+    ("0018_merge_links", _MERGE_LINKS),
+    ("0019_tombstones", _TOMBSTONES),
+    ("0020_cache_generations", _CACHE_GENERATIONS),
+    ("0021_sweeps", _SWEEPS),
 )

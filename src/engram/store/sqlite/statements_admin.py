@@ -73,9 +73,11 @@ def audit_of(subject: Subject) -> Query:
 
 
 def forget_counters(subject: Subject) -> list[Query]:
-    """Delete the subject's rows of the partition counter tables."""
+    """Delete the subject's rows of the partition counter tables and its consolidation
+    run (lease) row."""
     cond, params = subject.sql("p")
-    return [(f"DELETE FROM {table} AS p WHERE {cond}", params) for table in COUNTER_TABLES]
+    return [(f"DELETE FROM {table} AS p WHERE {cond}", params)
+            for table in (*COUNTER_TABLES, "consolidation_runs")]  # fmt: skip
 
 
 def partition_counters(subject: Subject) -> list[Query]:
@@ -84,10 +86,16 @@ def partition_counters(subject: Subject) -> list[Query]:
     return [(f"SELECT p.user_id FROM {table} p WHERE {cond}", params) for table in COUNTER_TABLES]
 
 
+SUBJECT_TABLES = (
+    ("records", "r"), ("vectors", "v"), ("traces", "t"), ("procedure_stats", "s"),
+    ("consolidated", "c"), ("consolidation_runs", "k"),
+)  # fmt: skip
+
+
 def subject_counts(subject: Subject) -> list[Query]:
-    """Counts of the subject's rows in records, vectors and traces."""
+    """Counts of the subject's rows in records, vectors, traces and the lifecycle tables."""
     out = []
-    for table, alias in (("records", "r"), ("vectors", "v"), ("traces", "t")):
+    for table, alias in SUBJECT_TABLES:
         cond, params = subject.sql(alias)
         out.append((f"SELECT count(*) FROM {table} {alias} WHERE {cond}", params))
     return out
@@ -112,17 +120,6 @@ def subject_ids(subject: Subject) -> Query:
     """Ids of every record of one subject (administrative erasure)."""
     cond, params = subject.sql()
     return f"SELECT r.id FROM records r WHERE {cond}", params
-
-
-def user_ids(tenant: Tenant, limit: int) -> Query:
-    """The tenant's users that own at least one record, in id order (the dashboard's
-    user picker); global records have no user and are not counted."""
-    cond, params = tenant.sql()
-    sql = (
-        f"SELECT DISTINCT r.user_id FROM records r WHERE {cond} AND r.user_id <> ''"
-        " ORDER BY r.user_id LIMIT :limit"
-    )
-    return sql, {**params, "limit": limit}
 
 
 def derived_from(tenant: Tenant, ids: Sequence[str]) -> Query:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from engram.store.config import SQLiteConfig
 from engram.store.engines import MemoryLexicon, MemoryVectors
-from engram.store.sqlite.maintenance import Admin
+from engram.store.sqlite.lifecycle import Lifecycle
 from engram.store.vectors import ScanPolicy
 
 __all__ = ["SQLiteStore"]
 
 
-class SQLiteStore(Admin):
+class SQLiteStore(Lifecycle):
     """System of record on SQLite with derived in-memory lexical and vector indexes
     (``engram.store.engines``, which load their rows through this store)."""
 

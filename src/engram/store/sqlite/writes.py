@@ -3,7 +3,10 @@
 Changes run in order on the writer connection, inside the caller's open
 transaction (atomic with it) or in one of their own. Triggers keep the derived
 state in step: the vectors of deleted records, the partition counters the
-in-memory engines refresh from, and the ids of forgotten records.
+in-memory engines refresh from, and the ids of forgotten records. A ``Delete``
+also bumps its tenant's cache generation (``statements_lifecycle.bump``), and
+tombstone changes turn content hashes into keyed digests here, with the tenant's
+key (``store.tombstones``), so the key never leaves the store.
 
 Write invariants. "At most one active version per (owner, scope, key)" and the
 audit hash chain need writers serialised per slot and per chain. SQLite admits
@@ -23,24 +26,32 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engram.errors import IndexMismatch, InvalidArgument, StoreError
+from engram.store import tombstones
 from engram.store.audit import GENESIS, AuditEntry, entry_hash
 from engram.store.contract import (
+    AddTombstones,
+    AnonymiseTombstones,
     Applied,
     Audit,
     Change,
+    Consolidated,
     Delete,
     DropGrants,
+    DropTombstones,
     Insert,
+    Outcome,
     Place,
     PutGrants,
+    Reconsolidate,
     Touch,
     UnlinkContests,
     Update,
 )
-from engram.store.predicate import OwnerSlot, Subject
+from engram.store.predicate import Owners, OwnerSlot, Subject, Tenant
 from engram.store.pseudonyms import pseudonym, pseudonymised
 from engram.store.rows import record_to_row, to_micros
 from engram.store.sqlite import statements_admin as admin
+from engram.store.sqlite import statements_lifecycle as lifecycle
 from engram.store.sqlite import statements_write as sql
 from engram.store.sqlite.shares import Shares
 from engram.types import Record
@@ -87,6 +98,9 @@ class Writes(Shares):
         elif isinstance(change, Delete):
             done.deleted += self._run(*sql.delete(change.tenant, change.ids)).rowcount \
                 if change.ids else 0  # fmt: skip
+            self._run(*lifecycle.bump(change.tenant))
+        elif isinstance(change, (AddTombstones, DropTombstones, AnonymiseTombstones)):
+            self._tombstones(change, done)
         elif isinstance(change, UnlinkContests):
             query = sql.unlink_contests(change.tenant, change.ids, to_micros(change.at) or 0)
             done.unlinked += self._run(*query).rowcount if change.ids else 0
@@ -96,8 +110,56 @@ class Writes(Shares):
             done.granted += self._put_grants(change)
         elif isinstance(change, DropGrants):
             done.revoked += self._drop_grants(change)
+        elif isinstance(change, Outcome):
+            self._run(*lifecycle.outcome(change.subject, change.procedure_id, change.success,
+                                         change.reward, to_micros(change.at) or 0))  # fmt: skip
+        elif isinstance(change, Consolidated):
+            if change.episode_ids:
+                self._run(*lifecycle.mark_consolidated(change.subject, change.episode_ids,
+                                                       to_micros(change.at) or 0))  # fmt: skip
+        elif isinstance(change, Reconsolidate):
+            if change.summary_ids:
+                self._run(*lifecycle.reconsolidate(change.tenant, change.summary_ids,
+                                                   change.summary_type))  # fmt: skip
         else:
             raise InvalidArgument(f"unknown change {type(change).__name__}")
+
+    def _tombstones(
+        self, change: AddTombstones | DropTombstones | AnonymiseTombstones, done: Applied
+    ) -> None:
+        if isinstance(change, AnonymiseTombstones):
+            for query in lifecycle.anonymise_tombstones(change.subject):
+                self._run(*query)
+            return
+        digests = self._digests(change.tenant, change.owner, change.hashes,
+                                create=isinstance(change, AddTombstones))  # fmt: skip
+        if not digests:
+            return
+        if isinstance(change, AddTombstones):
+            row_owner = tombstones.ERASED if change.erased else change.owner
+            at = to_micros(change.at)
+            query = lifecycle.add_tombstones(change.tenant, row_owner, digests, at)
+            done.buried += self._run(*query).rowcount
+        else:
+            owners = Owners(change.tenant.tenant_id, (change.owner, tombstones.ERASED))
+            done.lifted += self._run(*lifecycle.drop_tombstones(owners, digests)).rowcount
+
+    def _digests(
+        self, tenant: Tenant, owner: str, hashes: Sequence[str], create: bool
+    ) -> list[str]:
+        """The owner's tombstone digests of content ``hashes`` under the tenant's key
+        (made first when ``create``); none when the tenant has no key (nothing is
+        buried)."""
+        if not hashes:
+            return []
+        if create:
+            key = secrets.token_bytes(tombstones.KEY_BYTES)
+            self._run(*lifecycle.new_tombstone_key(tenant, key))
+        rows = self._rows(lifecycle.tombstone_key(tenant))
+        if not rows:
+            return []
+        key = bytes(rows[0][0])
+        return [tombstones.digest(key, owner, value) for value in dict.fromkeys(hashes)]
 
     def _insert(self, record: Record, vector: NDArray[np.float32] | None) -> None:
         """Insert a new record and, when given, its vector under the store's model."""

@@ -10,16 +10,16 @@ HTML or a script renders inert.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from importlib import resources
 from pathlib import Path
 
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["CSP", "dashboard_app"]
+__all__ = ["CSP", "dashboard_app", "redirect_to"]
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -60,13 +60,11 @@ def dashboard_app() -> ASGIApp:
     return _Secured(static)
 
 
-def redirect_to_dashboard(_request: Request) -> Response:
-    """``GET /ui`` -> ``/ui/`` so relative asset paths resolve."""
-    return RedirectResponse("/ui/", status_code=307)
+def redirect_to(target: str) -> Callable[[Request], Awaitable[Response]]:
+    """The endpoint of ``GET /ui``: a redirect to ``target`` (``/ui/``), so the page's
+    relative asset paths resolve under the mount."""
 
+    async def redirect(_request: Request) -> Response:
+        return RedirectResponse(target, status_code=307)
 
-def standalone() -> Starlette:
-    """The dashboard alone (for tests of the static part)."""
-    from starlette.routing import Mount, Route
-
-    return Starlette(routes=[Route("/ui", redirect_to_dashboard), Mount("/ui", dashboard_app())])
+    return redirect

@@ -1,0 +1,69 @@
+"""The caller of a request: its API key, resolved by the app's ``Authenticator``.
+
+``Caller`` is the dependency every ``/v1`` route takes: it reads
+``Authorization: Bearer <key>`` and never anything of the body. A missing or
+unusable header and an unknown or revoked key are ``Unauthenticated`` (401 with
+``WWW-Authenticate``); the principal is kept on ``request.state`` so the error
+handlers can tell "names another tenant" (403) from a plain invalid field.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from engram.engram import Engram
+from engram.errors import Forbidden
+from engram.surfaces.principal import Authenticator, Principal
+
+__all__ = ["Caller", "Mem", "Unauthenticated", "current_engram", "principal"]
+
+_bearer = HTTPBearer(
+    auto_error=False,
+    scheme_name="ApiKey",
+    description="An Engram API key (`engram keys create`): `Authorization: Bearer <key>`.",
+)
+
+
+class Unauthenticated(Exception):
+    """No usable credential; ``error`` is RFC 6750's code (None when none was sent)."""
+
+    def __init__(self, detail: str, error: str | None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.error = error
+
+    @property
+    def challenge(self) -> str:
+        """The ``WWW-Authenticate`` header value."""
+        if self.error is None:
+            return 'Bearer realm="engram"'
+        return f'Bearer realm="engram", error="{self.error}"'
+
+
+async def principal(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Principal:
+    """The authenticated caller of ``request`` (async: a digest and a stat, no I/O wait)."""
+    if credentials is None:
+        raise Unauthenticated("send the API key as 'Authorization: Bearer <key>'", None)
+    authenticator: Authenticator = request.app.state.authenticator
+    try:
+        found = authenticator.authenticate(credentials.credentials)
+    except Forbidden as exc:
+        raise Unauthenticated(str(exc), "invalid_token") from None
+    request.state.principal = found
+    return found
+
+
+async def current_engram(request: Request) -> Engram:
+    """The app's SDK instance (async: a lookup, kept off the thread pool)."""
+    mem: Engram = request.app.state.engram
+    return mem
+
+
+Caller = Annotated[Principal, Depends(principal)]
+Mem = Annotated[Engram, Depends(current_engram)]

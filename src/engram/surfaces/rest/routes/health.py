@@ -1,0 +1,67 @@
+"""Liveness, readiness and the problem types (no API key needed for any of them)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated
+
+from fastapi import APIRouter, Path
+
+from engram.errors import EngramError, NotFound, Unavailable
+from engram.scope import Context
+from engram.surfaces.rest.auth import Mem
+from engram.surfaces.rest.problems import catalogue, problems
+from engram.surfaces.rest.views import Out
+
+__all__ = ["router"]
+
+_log = logging.getLogger("engram.rest")
+
+router = APIRouter(tags=["health"])
+# A probe identity: reads under it find nothing (no key may name it as a tenant,
+# since a key's tenant is an identifier and this one is only ever read).
+_PROBE = Context(tenant_id="engram.readyz", user_id="readyz", session_id="readyz")
+
+
+class HealthOut(Out):
+    """The server's state."""
+
+    status: str
+
+
+class ProblemTypeOut(Out):
+    """What one problem ``type`` means."""
+
+    type: str
+    title: str
+    status: int
+
+
+@router.get("/healthz", response_model=HealthOut)
+async def healthz() -> dict[str, str]:
+    """Liveness: the process answers (nothing else is checked)."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz", response_model=HealthOut, responses=problems(503))
+def readyz(mem: Mem) -> dict[str, str]:
+    """Readiness: one read of the store and one of working memory succeed."""
+    try:
+        mem.list(_PROBE, limit=1)
+        mem.working(_PROBE).get("readyz")
+    except EngramError as exc:
+        # The cause names hosts and databases: it goes to the server's log, not to an
+        # unauthenticated caller.
+        _log.warning("not ready: %s: %s", type(exc).__name__, exc)
+        raise Unavailable("not ready: the store or working memory cannot be used "
+                          "(the server's log says why)") from exc  # fmt: skip
+    return {"status": "ready"}
+
+
+@router.get("/problems/{slug}", response_model=ProblemTypeOut, responses=problems(404, 422))
+async def problem_type(slug: Annotated[str, Path(max_length=64)]) -> dict[str, object]:
+    """The meaning of a problem ``type`` (``/problems/<slug>``)."""
+    row = catalogue().get(slug)
+    if row is None:
+        raise NotFound(f"no problem type {slug!r}")
+    return {"type": f"/problems/{row.problem}", "title": row.title, "status": row.http_status}
