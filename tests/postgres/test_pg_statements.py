@@ -7,7 +7,11 @@ trip. A write used to send 17 (one ``remember``) and 13 per item of a 100-item
 vector-model read per insert. Per transaction now: the advisory locks in one
 statement, the model read once, the audit pseudonym key read or made once, the
 chain head locked once, and the entries inserted by one statement before
-``COMMIT``. The bounds below are today's counts, so a regression fails here.
+``COMMIT``. Since then every write reads two more rows once per call: the
+tenant's cache generation (``lifecycle.caches``: a deletion elsewhere drops this
+process's copies) and its tombstone key (``write.tombstones``: forgotten content
+is not written again). The bounds below are today's counts, so a regression
+fails here.
 
 The savings must keep what they replaced: entries chain across stores (as
 across processes), an erased subject's key is never reused by the transaction
@@ -33,7 +37,7 @@ from engram.store.predicate import Subject
 
 OpenMem = Callable[..., Engram]
 CTX = Context(tenant_id="acme", user_id="u1", agent_id="coder")
-BOUNDS = {"remember": 14, "remember_many": 608, "supersede": 1008}
+BOUNDS = {"remember": 16, "remember_many": 610, "supersede": 1010, "share": 620}
 _KINDS = {
     "lock": "SELECT pg_advisory_xact_lock", "meta": "SELECT key, value FROM engram_meta",
     "key": "WITH made AS (INSERT INTO audit_subjects", "head": "INSERT INTO audit_heads",
@@ -102,6 +106,21 @@ def test_a_batch_of_100_supersedes_sends_at_most_its_pinned_statements(mem: Engr
     assert len(sent) <= BOUNDS["supersede"], kinds
     assert (kinds["lock"], kinds["audit"], kinds["commit"]) == (1, 1, 1)
     assert len(mem.list(CTX, limit=300)) == 100  # each of the 100 keys has one active version
+
+
+def test_a_share_of_100_sends_at_most_its_pinned_statements(mem: Engram) -> None:
+    mem.grant_share("acme", "coder", "reviewer", ["procedure"])
+    items = [{**item, "type": "procedure"} for item in _items("shared", 100)]
+    ids = [w.record.id for w in mem.remember_many(CTX, items) if w.record is not None]
+    sent = _sent(mem, lambda: mem.share(CTX, ids, "reviewer"))
+    kinds = Counter(map(_kind, sent))
+    assert len(sent) <= BOUNDS["share"], kinds
+    assert kinds["insert"] == 100  # one copy each
+    assert kinds["lock"] <= 2  # the tenant's, then every copy's slot in one statement
+    assert (kinds["key"], kinds["head"], kinds["audit"], kinds["commit"]) == (1, 1, 1, 1)
+    reviewer = Context(tenant_id="acme", user_id="u1", agent_id="reviewer")
+    assert len(mem.list(reviewer, limit=300)) == 100  # the copies are there
+    assert mem.store.verify_audit().ok  # type: ignore[union-attr]
 
 
 # -- what the savings keep ---------------------------------------------------------------
