@@ -12,6 +12,8 @@ median of the per-round ratios old/new (above 1: the checkout is faster).
 
     mkdir /tmp/engram-old && git archive <commit> src | tar -x -C /tmp/engram-old
     PYTHONPATH=src .venv/bin/python benchmarks/pg_writes_ab.py --old-src /tmp/engram-old/src
+
+``--out`` names the results file (default ``results/pg-writes-ab.json``).
 """
 
 from __future__ import annotations
@@ -126,6 +128,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--old-src", help="the src folder of the checkout to compare with")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--out", type=Path, default=RESULTS, help="the results file")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -153,7 +156,7 @@ def main(argv: list[str]) -> None:
                 ["step", "old p50", "new p50", "old p95", "new p95", "old/new (median)"],
                 [[k, v["old_p50_ms"], v["new_p50_ms"], v["old_p95_ms"], v["new_p95_ms"],
                   v["paired_speedup_median"]] for k, v in summary.items()])  # fmt: skip
-    write_results(RESULTS, {"machine": machine(sys.argv), "old_src": args.old_src,
+    write_results(args.out, {"machine": machine(sys.argv), "old_src": args.old_src,
                             "rounds": args.rounds, "size": args.size, "summary": summary,
                             "raw": rounds})  # fmt: skip
 
