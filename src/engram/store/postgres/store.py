@@ -31,6 +31,7 @@ from engram.store.dialect import POSTGRES
 from engram.store.lexical import terms
 from engram.store.postgres import lifecycle_sql, sql, vectors
 from engram.store.postgres.admin import update_query
+from engram.store.postgres.changes import one_row, tenant_of
 from engram.store.postgres.config import PostgresConfig
 from engram.store.postgres.connect import connect, libpq_url, migrate, open_pool, text_config
 from engram.store.postgres.errors import Server
@@ -61,41 +62,6 @@ def _array(value: Any) -> NDArray[np.float32]:
 
 def _ones(found: Sequence[tuple[Any, ...]]) -> contract.Hits:
     return [(record_from_values(row), 1.0) for row in found]
-
-
-def _one_row(changed: int, record: Record) -> None:
-    """An update names one record of its own tenant (``update_query``'s ``Tenant``
-    condition): a change carrying a foreign or missing id is refused, not ignored."""
-    if changed != 1:
-        raise StoreError(f"no record {record.id!r} in tenant {record.tenant_id!r} to update")
-
-
-def _tenant_of(change: contract.Change) -> str:
-    """The tenant a change writes to (its writer lock is taken first)."""
-    if isinstance(change, (contract.Insert, contract.Update, contract.Place)):
-        return change.record.tenant_id
-    if isinstance(
-        change,
-        (
-            contract.Delete,
-            contract.UnlinkContests,
-            contract.Reconsolidate,
-            contract.AddTombstones,
-            contract.DropTombstones,
-        ),
-    ):
-        return change.tenant.tenant_id
-    if isinstance(change, contract.AnonymiseTombstones):
-        return change.subject.tenant_id
-    if isinstance(change, contract.Touch):
-        return change.vis.tenant_id
-    if isinstance(change, contract.PutGrants):
-        return change.grants[0].tenant_id if change.grants else ""
-    if isinstance(change, contract.DropGrants):
-        return change.tenant.tenant_id
-    if isinstance(change, (contract.Outcome, contract.Consolidated)):
-        return change.subject.tenant_id
-    return change.entry.tenant_id
 
 
 class PostgresStore(Shares, Lifecycle):
@@ -291,7 +257,7 @@ class PostgresStore(Shares, Lifecycle):
         a savepoint of the open one, so a failing change leaves none of them (and the
         caller's transaction can go on). The tenants' writer locks are taken first,
         outside the savepoint, so they outlast its rollback."""
-        tenants = [_tenant_of(change) for change in changes]
+        tenants = [tenant_of(change) for change in changes]
         self.writing(*tenants)
         with self.transaction():
             self.writing(*tenants)  # a transaction of its own: here
@@ -314,7 +280,7 @@ class PostgresStore(Shares, Lifecycle):
 
     def _change(self, conn: Conn, change: contract.Change, applied: contract.Applied) -> None:
         if isinstance(change, contract.Update):
-            _one_row(conn.execute(*update_query(change.record)).rowcount, change.record)
+            one_row(conn.execute(*update_query(change.record)).rowcount, change.record)
         elif isinstance(change, contract.Place):
             self._place(conn, change.record)
         elif isinstance(change, contract.Delete):
@@ -407,7 +373,7 @@ class PostgresStore(Shares, Lifecycle):
         bound = {column: row[column] for column in (*_PLACEMENT, "id")}
         done = conn.execute(f"UPDATE records AS r SET {sets} WHERE r.id = %(id)s AND {cond}",
                             {**params, **bound}).rowcount  # fmt: skip
-        _one_row(done, record)
+        one_row(done, record)
 
 
 Handler = Callable[[PostgresStore, Conn, Visibility, Any], contract.Hits]
