@@ -260,9 +260,11 @@ CREATE INDEX records_due ON records (tenant_id, expires_at, id) WHERE expires_at
 
 # The vector probe counts the vectors a caller sees (up to ``exact_below_rows``)
 # to choose an exact or an index search: an index-only walk here instead of a heap
-# walk (PostgreSQL only: SQLite's vector engine counts in memory).
+# walk (PostgreSQL only: SQLite's vector engine counts in memory). ``IF NOT EXISTS``:
+# the migration was named 0008_vector_owner_counts before its branch met main's
+# 0008-0012, and a database made then holds the index already.
 _VECTOR_OWNERS = """
-CREATE INDEX records_vector_owners
+CREATE INDEX IF NOT EXISTS records_vector_owners
     ON records (tenant_id, user_id, scope, agent_id, embedding_model, status)
     WHERE embedding IS NOT NULL;
 """
