@@ -18,7 +18,7 @@ from engram.engram import Engram
 from engram.errors import Forbidden
 from engram.surfaces.principal import Authenticator, Principal
 
-__all__ = ["Caller", "Mem", "Unauthenticated", "current_engram", "principal"]
+__all__ = ["Caller", "Mem", "Unauthenticated", "authenticate_late", "current_engram", "principal"]
 
 _bearer = HTTPBearer(
     auto_error=False,
@@ -57,6 +57,18 @@ async def principal(
         raise Unauthenticated(str(exc), "invalid_token") from None
     request.state.principal = found
     return found
+
+
+async def authenticate_late(request: Request) -> None:
+    """Authenticate a request whose dependencies never ran (FastAPI parses a JSON
+    body before it resolves them), so a malformed body from a caller without a
+    valid key is answered 401, like any other request of theirs, not 400.
+
+    Raises:
+        Unauthenticated: no key, or one that is unknown or revoked.
+    """
+    if getattr(request.state, "principal", None) is None:
+        await principal(request, await _bearer(request))
 
 
 async def current_engram(request: Request) -> Engram:
