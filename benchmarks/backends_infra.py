@@ -43,8 +43,11 @@ def with_database(url: str, name: str) -> str:
 
 
 @contextmanager
-def pg_server(shared_buffers: str) -> Iterator[tuple[str, int | None, dict[str, str]]]:
-    """``(admin URL, postmaster pid or None, server settings)`` of a server to use."""
+def pg_server(
+    shared_buffers: str, preload: str = ""
+) -> Iterator[tuple[str, int | None, dict[str, str]]]:
+    """``(admin URL, postmaster pid or None, server settings)`` of a server to use; an
+    embedded one also loads the ``preload`` libraries (``pg_stat_statements``)."""
     if os.environ.get("ENGRAM_BENCH_PG_URL"):
         url = os.environ["ENGRAM_BENCH_PG_URL"]
         yield url, None, _settings(url)
@@ -58,7 +61,7 @@ def pg_server(shared_buffers: str) -> Iterator[tuple[str, int | None, dict[str, 
     )
     try:
         url = str(server.get_uri())
-        _alter(url, shared_buffers)
+        _alter(url, shared_buffers, preload)
         pg_ctl(
             ["-w", "-m", "fast", "restart"],
             pgdata=server.pgdata,
@@ -71,11 +74,13 @@ def pg_server(shared_buffers: str) -> Iterator[tuple[str, int | None, dict[str, 
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _alter(url: str, shared_buffers: str) -> None:
+def _alter(url: str, shared_buffers: str, preload: str) -> None:
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
+        if preload:
+            conn.execute(f"ALTER SYSTEM SET shared_preload_libraries = '{preload}'")
 
 
 def _postmaster(pgdata: Path) -> int:

@@ -142,6 +142,23 @@ def test_migrations_are_named_recorded_and_applied_once(pg_url: str) -> None:
         store.close()
 
 
+def test_a_database_that_ran_the_vector_owner_index_as_0008_opens(pg_url: str) -> None:
+    """The index's migration was ``0008_vector_owner_counts`` on its branch before main's
+    0008-0012; a database made then holds the index, and its renamed migration
+    (``0013_vector_owner_counts``) runs over it without failing."""
+    PostgresStore.open(pg_url).close()
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("UPDATE engram_migrations SET name = '0008_vector_owner_counts'"
+                     " WHERE name = '0013_vector_owner_counts'")  # fmt: skip
+    PostgresStore.open(pg_url).close()
+    with psycopg.connect(pg_url) as conn:
+        done = {row[0] for row in conn.execute("SELECT name FROM engram_migrations")}
+        index = conn.execute("SELECT count(*) FROM pg_indexes"
+                             " WHERE indexname = 'records_vector_owners'").fetchone()  # fmt: skip
+    assert "0013_vector_owner_counts" in done
+    assert index == (1,)
+
+
 def test_every_key_and_btree_index_leads_with_tenant_id(store: Any, pg_url: str) -> None:
     store.apply([contract.Insert(make_record("claims the vector column"), _unit())])
     global_tables = {"engram_meta", "engram_migrations"}

@@ -166,3 +166,30 @@ def test_a_scope_holding_one_percent_of_the_vectors_still_gets_k_results(
             assert scores == sorted(scores, reverse=True)
     finally:
         store.close()
+
+
+def _lexical(store: PostgresStore, text: str, limit: int) -> list[str]:
+    (hits,) = store.candidates(VIS, [contract.LexicalProbe(text, ACTIVE, limit)])
+    assert not isinstance(hits, Exception)
+    return [record.id for record, _ in hits]
+
+
+def test_a_bounded_lexical_probe_ranks_at_most_its_bound_of_matches(pg_url: str) -> None:
+    """``lexical_rank_rows`` bounds the matches ranked; a caller with no more
+    matches than the bound gets exactly the unbounded answer."""
+    wide = PostgresStore.open(pg_url, PostgresConfig(lexical_rank_rows=0))
+    narrow = PostgresStore.open(pg_url, PostgresConfig(lexical_rank_rows=4))
+    try:
+        for i in range(12):  # the longer the content, the lower its rank
+            filler = " ".join(["filler"] * (i % 5))
+            wide.apply([contract.Insert(make_record(f"kettle {filler} n{i}", at=later(i)))])
+        wide.apply([contract.Insert(make_record("a teapot note", at=later(20)))])
+        everything = _lexical(wide, "kettle", 20)
+        assert len(everything) == 12
+        assert len(_lexical(narrow, "kettle", 20)) == 4  # four matches ranked, not twelve
+        assert set(_lexical(narrow, "kettle", 20)) < set(everything)
+        assert _lexical(narrow, "teapot", 20) == _lexical(wide, "teapot", 20)  # one match
+        assert _lexical(narrow, "kettle", 3) != []
+    finally:
+        wide.close()
+        narrow.close()

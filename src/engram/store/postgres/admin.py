@@ -30,6 +30,7 @@ from engram.store.postgres import vectors as vector_sql
 from engram.store.postgres.audit import AuditLog
 from engram.store.postgres.schema import TEXT_CONFIG_KEY, VECTOR_DIM_KEY, VECTOR_MODEL_KEY
 from engram.store.postgres.session import Conn, on
+from engram.store.postgres.unit import VectorMeta
 from engram.store.predicate import Subject, Tenant, Visibility
 from engram.store.rows import record_from_values, record_to_row
 from engram.types import Record
@@ -78,10 +79,24 @@ class Admin(AuditLog):
 
     # -- vectors and meta -----------------------------------------------------------
 
-    def _vector_meta(self, conn: Conn) -> tuple[str | None, int | None]:
+    def _vector_meta(self, conn: Conn, fresh: bool = False) -> VectorMeta:
+        """The claimed model and dimension; inside this thread's transaction read
+        once (``Unit.model``) unless ``fresh``."""
+        unit = self.unit() if conn is self._held() else None
+        if unit is not None and unit.model is not None and not fresh:
+            return unit.model
         found = dict(on(conn, (vector_sql.stored(), {})))
         dim = found.get(VECTOR_DIM_KEY)
-        return found.get(VECTOR_MODEL_KEY), None if dim is None else int(dim)
+        meta = found.get(VECTOR_MODEL_KEY), None if dim is None else int(dim)
+        if unit is not None:
+            unit.model = meta
+        return meta
+
+    def _know_vector_meta(self, conn: Conn, meta: VectorMeta | None) -> None:
+        """What this transaction knows of the model changed (a claim, a reset)."""
+        unit = self.unit() if conn is self._held() else None
+        if unit is not None:
+            unit.model = meta
 
     def vector_model(self) -> str | None:
         """The embedding model the stored vectors come from, if any."""
@@ -98,10 +113,11 @@ class Admin(AuditLog):
         current, _ = self._vector_meta(conn)
         if current is None:
             conn.execute(vector_sql.CLAIM_LOCK)
-            current, _ = self._vector_meta(conn)  # a concurrent writer may have claimed
+            current, _ = self._vector_meta(conn, fresh=True)  # a concurrent writer's claim
             if current is None:
                 for statement, params in vector_sql.claim_statements(model, dimension, self.config):
                     conn.execute(statement, params)
+                self._know_vector_meta(conn, (model, dimension))
                 return
         vector_sql.check(current, model)
 
@@ -111,7 +127,7 @@ class Admin(AuditLog):
         return str(rows[0][0]) if rows else None
 
     def meta_set(self, key: str, value: str) -> None:
-        """Set a value in ``engram_meta``."""
+        """Set a value in ``engram_meta`` (the vector model's keys: read again)."""
         self.run(
             (
                 "INSERT INTO engram_meta (key, value) VALUES (%(k)s, %(v)s)"
@@ -119,6 +135,9 @@ class Admin(AuditLog):
                 {"k": key, "v": value},
             )
         )
+        unit = self.unit()
+        if unit is not None and key in (VECTOR_MODEL_KEY, VECTOR_DIM_KEY):
+            unit.model = None
 
     # -- traces -------------------------------------------------------------------
 
@@ -229,7 +248,7 @@ class Admin(AuditLog):
         wanted = self.config.text_search
         if wanted == self.text_config:
             return
-        with self._unlimited("rebuilding the lexical index") as conn, conn.transaction():
+        with self._unlimited("rebuilding the lexical index") as conn, self.block(conn):
             conn.execute("ALTER TABLE records DROP COLUMN lexemes")
             conn.execute(
                 "ALTER TABLE records ADD COLUMN lexemes tsvector GENERATED ALWAYS AS"
@@ -262,9 +281,10 @@ class Admin(AuditLog):
 
     def reset_vectors(self) -> None:
         """Delete every vector and forget the model (before a rebuild)."""
-        with self._unlimited("resetting vectors") as conn, conn.transaction():
+        with self._unlimited("resetting vectors") as conn, self.block(conn):
             for statement, params in vector_sql.reset_statements():
                 conn.execute(statement, params)
+            self._know_vector_meta(conn, (None, None))
 
     def put_vectors(self, records: Sequence[Record], vectors: NDArray[np.float32]) -> None:
         """Store vectors for existing records (index rebuild), in one transaction."""

@@ -40,6 +40,9 @@ both backends. What differs:
   erasure: ``tombstones`` and ``tombstone_keys``, ``cache_generations`` (bumped
   by every deletion: every process serving the database drops its in-memory
   copies of the tenant) and ``sweeps`` (how far each tenant was swept).
+* ``records_vector_owners`` (0013): the owner columns of the rows holding a
+  vector, so the vector probe's bounded count is an index-only walk. SQLite has
+  no counterpart: its vector partitions count in memory.
 """
 
 from __future__ import annotations
@@ -255,6 +258,18 @@ CREATE INDEX records_due ON records (tenant_id, expires_at, id) WHERE expires_at
 """
 
 
+# The vector probe counts the vectors a caller sees (up to ``exact_below_rows``)
+# to choose an exact or an index search: an index-only walk here instead of a heap
+# walk (PostgreSQL only: SQLite's vector engine counts in memory). ``IF NOT EXISTS``:
+# the migration was named 0008_vector_owner_counts before its branch met main's
+# 0008-0012, and a database made then holds the index already.
+_VECTOR_OWNERS = """
+CREATE INDEX IF NOT EXISTS records_vector_owners
+    ON records (tenant_id, user_id, scope, agent_id, embedding_model, status)
+    WHERE embedding IS NOT NULL;
+"""
+
+
 def migrations(text_search: str) -> tuple[tuple[str, str], ...]:
     """The migrations in order, as (name, SQL); ``text_search`` is the configuration
     a new schema's ``tsvector`` column uses (an existing one keeps its own)."""
@@ -271,4 +286,5 @@ def migrations(text_search: str) -> tuple[tuple[str, str], ...]:
         ("0010_tombstones", _TOMBSTONES),
         ("0011_cache_generations", _CACHE_GENERATIONS),
         ("0012_sweeps", _SWEEPS),
+        ("0013_vector_owner_counts", _VECTOR_OWNERS),
     )

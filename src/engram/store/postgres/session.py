@@ -7,9 +7,9 @@ keep borrowing connections from the pool, one statement (or probe) at a time, so
 readers never wait for a writer. Every driver failure leaves here as an engram
 error (``errors.mapped``) naming host and database, never the password.
 
-Writers of one tenant take turns (``writing``): the first statement of a
-transaction that touches a tenant takes that tenant's transaction-scoped
-advisory lock. The write path re-reads what it decides on inside its
+Writers of one tenant take turns (``writing``): before the first statement of a
+transaction that touches a tenant, that tenant's transaction-scoped advisory
+lock is taken. The write path re-reads what it decides on inside its
 transaction, which SQLite's one writer at a time makes current; here the lock
 does (a correction racing a retraction of the same record reads the winner's
 version, a deletion sees the version a racing correction added), and writers
@@ -17,11 +17,21 @@ of one tenant never deadlock on each other's row and slot locks. Their audit
 appends are serialised per tenant anyway (one hash chain); other tenants'
 writers and every reader outside a transaction never wait.
 
+Advisory locks (a tenant's writer lock, ``lock``'s write slots) are queued in the
+transaction's ``Unit`` and taken together, in the order asked, by one statement
+sent before the transaction's next statement: the cursors of this store's
+connections send it first, and a savepoint is opened only after it, so a
+rolled-back savepoint never releases them. A lock already held is not asked
+for again. Each savepoint snapshots the ``Unit`` and restores it on rollback;
+the outermost block runs ``_before_commit`` (the audit rows still owed) before
+``COMMIT``.
+
 ``tracer`` (as on the SQLite store) sees every statement with its parameters
-before it is sent, each parameter set of a pipelined batch, and ``COMMIT``
-before a transaction commits; tests pin what each call sends and inject
-failures. Statements reach it through the cursors of this store's connections
-(``cursor_factory``), so no call site can bypass it.
+before it is sent, each parameter set of a pipelined batch, and the
+transaction control ``block`` sends (``BEGIN``, ``SAVEPOINT``, ``RELEASE``,
+``COMMIT``), so it counts every statement but a rollback; tests pin what each
+call sends and inject failures. Statements reach it through the cursors of this
+store's connections (``cursor_factory``), so no call site can bypass it.
 """
 
 from __future__ import annotations
@@ -33,16 +43,19 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
+from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool
 
 from engram.errors import StoreError
 from engram.store.postgres.config import PostgresConfig
 from engram.store.postgres.errors import Server, mapped
 from engram.store.postgres.sql import Query
+from engram.store.postgres.unit import Unit
 
 __all__ = ["Session", "Tracer"]
 
-_TENANT_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%(name)s, 0))"
+# One statement for any number of locks, taken in array order (a function scan).
+LOCKS = "SELECT pg_advisory_xact_lock(hashtextextended(n, 0)) FROM unnest(%(names)s::text[]) AS n"
 
 Conn = psycopg.Connection[Any]
 Tracer = Callable[[str, Mapping[str, Any]], None]
@@ -58,11 +71,13 @@ def _traced_cursor(session: Session) -> type[psycopg.Cursor[Any]]:
 
     class TracedCursor(psycopg.Cursor[Any]):
         def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            session.before_statement(self.connection)
             if session.tracer is not None:
                 session.tracer(_text(query), params if isinstance(params, Mapping) else {})
             return super().execute(query, params, **kwargs)
 
         def executemany(self, query: Any, params_seq: Iterable[Any], **kwargs: Any) -> None:
+            session.before_statement(self.connection)
             if session.tracer is not None:
                 params_seq = list(params_seq)
                 for params in params_seq:
@@ -94,6 +109,19 @@ class Session:
         conn: Conn | None = getattr(self._local, "conn", None)
         return conn
 
+    def unit(self) -> Unit | None:
+        """The state of this thread's open transaction (None outside one)."""
+        unit: Unit | None = getattr(self._local, "unit", None)
+        return unit
+
+    def _held_unit(self) -> tuple[Conn, Unit] | None:
+        """This thread's transaction connection and its state, if it holds one."""
+        conn, unit = self._held(), self.unit()
+        if conn is None:
+            return None
+        assert unit is not None, "a held connection always has its transaction state"
+        return conn, unit
+
     @property
     def in_transaction(self) -> bool:
         """True while this thread holds an open transaction of this store."""
@@ -104,54 +132,94 @@ class Session:
         """One atomic unit: ``BEGIN`` on a pooled connection at the outside, a
         savepoint when nested. A failure at ``COMMIT`` (a dropped connection)
         raises ``Unavailable`` and nothing of the unit is kept."""
-        held = self._held()
-        if held is not None:
-            locked = set(self._local.tenants)
+        open_one = self._held_unit()
+        if open_one is not None:
+            held, unit = open_one
+            with mapped(self.server, "taking write locks"):
+                self._take_locks(held, unit)  # outside the savepoint: they outlast it
+            saved = unit.snapshot()
             try:
                 with self._savepoint(held):
                     yield
-            except BaseException:  # a rolled-back savepoint releases its locks
-                self._local.tenants &= locked
+            except BaseException:  # the rollback undid the savepoint's locks and rows
+                unit.restore(saved)
                 raise
             return
         self._check_open()
         with mapped(self.server, "a transaction"), self._borrowed() as conn:
-            self._local.conn = conn
-            self._local.tenants = set()
+            self._local.conn, self._local.unit = conn, Unit()
             try:
-                with conn.transaction():
+                with self.block(conn):
                     yield
-                    if self.tracer is not None:
-                        self.tracer("COMMIT", {})
+                    self._before_commit(conn)
             finally:
-                self._local.conn = None
-                self._local.tenants = set()
+                self._local.conn, self._local.unit = None, None
+
+    def _before_commit(self, conn: Conn) -> None:
+        """What the outermost block sends before ``COMMIT`` (subclasses: audit rows)."""
 
     def writing(self, *tenant_ids: str) -> None:
-        """Inside this thread's transaction, take the writer lock of each tenant it
-        does not hold yet (in sorted order), before the statements that touch
-        them; outside a transaction, nothing."""
-        conn = self._held()
-        if conn is None:
+        """Inside this thread's transaction, ask for the writer lock of each tenant it
+        does not hold yet (in sorted order); it is taken before the transaction's
+        next statement. Outside a transaction, nothing."""
+        unit = self.unit()
+        if unit is None:
             return
-        tenants: set[str] = self._local.tenants
-        for tenant_id in sorted(set(tenant_ids) - tenants):
-            name = json.dumps(["engram:tenant", tenant_id])
-            with mapped(self.server, "taking a tenant's writer lock"):
-                conn.execute(_TENANT_LOCK, {"name": name})
-            tenants.add(tenant_id)
+        for tenant_id in sorted(set(tenant_ids)):
+            unit.ask(json.dumps(["engram:tenant", tenant_id]))
+
+    def lock(self, name: str) -> None:
+        """Ask for the advisory lock ``name`` until this thread's transaction ends
+        (taken before its next statement; a no-op when held already)."""
+        unit = self.unit()
+        if unit is None:
+            raise StoreError(f"locking {name!r} needs an open transaction")
+        unit.ask(name)
+
+    def before_statement(self, conn: Conn) -> None:
+        """Take the locks this thread's transaction asked for, when ``conn`` is its
+        connection and a statement is about to be sent on it."""
+        unit = self.unit()
+        if unit is not None and unit.pending and conn is self._held():
+            self._take_locks(conn, unit)
+
+    def _take_locks(self, conn: Conn, unit: Unit) -> None:
+        names, unit.pending = unit.pending, []
+        if not names:
+            return
+        try:
+            conn.execute(LOCKS, {"names": names}).fetchall()
+        except BaseException:
+            unit.pending = names + unit.pending
+            raise
+        unit.taken(names)
 
     @contextmanager
     def _savepoint(self, conn: Conn) -> Iterator[None]:
-        with mapped(self.server, "a nested transaction"), conn.transaction():
+        with mapped(self.server, "a nested transaction"), self.block(conn):
             yield
+
+    @contextmanager
+    def block(self, conn: Conn) -> Iterator[None]:
+        """``conn.transaction()``, reported to ``tracer``: ``BEGIN`` and ``COMMIT``
+        on a connection outside a transaction, ``SAVEPOINT`` and ``RELEASE`` inside
+        one (a rollback is not reported)."""
+        outer = conn.info.transaction_status == TransactionStatus.IDLE
+        if self.tracer is not None:
+            self.tracer("BEGIN" if outer else "SAVEPOINT", {})
+        with conn.transaction():
+            yield
+            if self.tracer is not None:
+                self.tracer("COMMIT" if outer else "RELEASE", {})
 
     @contextmanager
     def connection(self, doing: str) -> Iterator[Conn]:
         """This thread's transaction connection, or a pooled one for the block."""
-        held = self._held()
-        if held is not None:
+        open_one = self._held_unit()
+        if open_one is not None:
+            held, unit = open_one
             with mapped(self.server, doing):
+                self._take_locks(held, unit)
                 yield held
             return
         self._check_open()

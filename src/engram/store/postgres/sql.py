@@ -19,9 +19,10 @@ from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
 from engram.store.rows import COLUMNS
 
 __all__ = [
-    "COLUMNS_PG", "INSERT", "Query", "by_ids", "by_key", "derived_ids", "erasure_strings",
-    "history", "keyed", "lexical", "listing", "neighbours", "recent", "residue", "slot_by_hash",
-    "slot_by_key", "successors", "touch", "unlink_contests",
+    "COLUMNS_PG", "INSERT", "INSERT_MANY", "Query", "by_ids", "by_key", "derived_ids",
+    "erasure_strings", "history", "insert_many", "keyed", "lexical", "listing", "neighbours",
+    "recent", "residue", "slot_by_hash", "slot_by_key", "successors", "touch",
+    "unlink_contests",
 ]  # fmt: skip
 
 Query = tuple[str, dict[str, Any]]
@@ -38,6 +39,26 @@ INSERT = (
     + ", ".join(f"%({column})s" for column in COLUMNS_PG)
     + ", %(embedding)s)"
 )
+# The column types of ``records`` that are not text (schema migration 0003).
+_NOT_TEXT = {
+    "confidence": "float8", "importance": "float8", "version": "integer",
+    "access_count": "integer", "private": "smallint", "observed_at": "bigint",
+    "valid_from": "bigint", "valid_to": "bigint", "created_at": "bigint",
+    "updated_at": "bigint", "expires_at": "bigint", "last_accessed_at": "bigint",
+}  # fmt: skip
+# Many records in one statement: one array per column, so the text is the same for
+# any number of rows (and never meets the 65,535 bound parameters limit).
+INSERT_MANY = (
+    f"INSERT INTO records ({', '.join(COLUMNS_PG)}, embedding) SELECT * FROM unnest("
+    + ", ".join(f"%({column})s::{_NOT_TEXT.get(column, 'text')}[]" for column in COLUMNS_PG)
+    + ", %(embedding)s::vector[])"
+)
+
+
+def insert_many(rows: Sequence[dict[str, Any]]) -> Query:
+    """``INSERT_MANY`` for ``rows`` (as ``INSERT`` takes them, one dict per record)."""
+    return INSERT_MANY, {column: [row[column] for row in rows]
+                         for column in (*COLUMNS_PG, "embedding")}  # fmt: skip
 
 
 def _cond(vis: Visibility, alias: str = "r") -> tuple[str, dict[str, Any]]:
@@ -150,20 +171,34 @@ def recent(
     return sql, {**params, **extra}
 
 
-def lexical(vis: Visibility, config: str, query: str, statuses: Sequence[str], limit: int) -> Query:
+def lexical(
+    vis: Visibility, config: str, query: str, statuses: Sequence[str], limit: int,
+    rank_rows: int | None = None,
+) -> Query:  # fmt: skip
     """Records matching any term of ``query`` (``websearch_to_tsquery`` syntax, terms
     joined by ``or``), ranked by ``ts_rank`` with length normalisation. ``config``
     is the schema's text search configuration (a checked identifier), so the
     text is constant for a store. The rank reads only the record itself: no
-    statistic over other tenants' rows reaches a score."""
+    statistic over other tenants' rows reaches a score.
+
+    The cost is one heap visit and one ``ts_rank`` per match, so ``rank_rows``
+    (None: no bound) bounds the matches ranked: the first found in storage order,
+    which are all of them when the caller has no more. Only the ids and scores
+    are ranked; the columns are read for the best ``limit`` alone (carrying every
+    column of every match through the sort cost a third of the time at 20K
+    matches)."""
     cond, params = _cond(vis)
     sql = (
-        f"SELECT {_COLS}, ts_rank(r.lexemes, q.q, 1) AS score"
-        f" FROM records r, websearch_to_tsquery('{config}'::regconfig, %(query)s) q(q)"
-        f" WHERE r.lexemes @@ q.q AND {cond} AND {_STATUS}"
-        " ORDER BY score DESC, r.id LIMIT %(limit)s"
+        f"WITH q AS (SELECT websearch_to_tsquery('{config}'::regconfig, %(query)s) AS q),"
+        " m AS (SELECT r.id, r.lexemes FROM records r, q"
+        f" WHERE r.lexemes @@ q.q AND {cond} AND {_STATUS} LIMIT %(rank_rows)s),"
+        " best AS (SELECT m.id, ts_rank(m.lexemes, q.q, 1) AS score FROM m, q"
+        " ORDER BY score DESC, m.id LIMIT %(limit)s)"
+        f" SELECT {_COLS}, b.score FROM best b JOIN records r ON r.id = b.id WHERE {cond}"
+        " ORDER BY b.score DESC, r.id"
     )
-    return sql, {**params, "query": query, "statuses": list(statuses), "limit": limit}
+    extra = {"query": query, "statuses": list(statuses), "limit": limit, "rank_rows": rank_rows}
+    return sql, {**params, **extra}
 
 
 def neighbours(
@@ -264,9 +299,19 @@ def forgotten(tenant: Tenant, ids: Sequence[str]) -> Query:
 def hold_versions(tenant: Tenant, ids: Sequence[str]) -> Query:
     """Share-lock the tenant's records among ``ids`` (versions about to be
     superseded) until commit: a concurrent deletion waits for this transaction, or
-    committed first and left its id in ``forgotten``."""
+    committed first and left its id in ``forgotten``. One row: the ids locked, and
+    the ids among ``ids`` in ``forgotten`` as of the statement's snapshot (a
+    deletion that committed while the lock waited is missing from both: the
+    caller reads ``forgotten`` again)."""
     cond, params = tenant.sql("r", POSTGRES)
-    sql = f"SELECT r.id FROM records r WHERE r.id = ANY(%(ids)s::text[]) AND {cond} FOR KEY SHARE"
+    gone, _ = tenant.sql("f", POSTGRES)
+    sql = (
+        f"WITH held AS (SELECT r.id FROM records r WHERE r.id = ANY(%(ids)s::text[]) AND {cond}"
+        " FOR KEY SHARE)"
+        " SELECT (SELECT array_agg(h.id) FROM held h),"
+        " (SELECT coalesce(array_agg(f.id), '{}') FROM forgotten f"
+        f" WHERE f.id = ANY(%(ids)s::text[]) AND {gone})"
+    )
     return sql, {**params, "ids": list(ids)}
 
 

@@ -31,6 +31,7 @@ from engram.store.dialect import POSTGRES
 from engram.store.lexical import terms
 from engram.store.postgres import lifecycle_sql, sql, vectors
 from engram.store.postgres.admin import update_query
+from engram.store.postgres.changes import one_row, tenant_of
 from engram.store.postgres.config import PostgresConfig
 from engram.store.postgres.connect import connect, libpq_url, migrate, open_pool, text_config
 from engram.store.postgres.errors import Server
@@ -47,7 +48,6 @@ _PLACEMENT = (
     "version", "supersedes", "created_at", "expires_at", "source_kind", "source_ref",
     "derived_from",
 )  # fmt: skip
-_SLOT_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended(%(slot)s, 0))"
 
 
 def _records(found: Sequence[tuple[Any, ...]]) -> list[Record]:
@@ -62,41 +62,6 @@ def _array(value: Any) -> NDArray[np.float32]:
 
 def _ones(found: Sequence[tuple[Any, ...]]) -> contract.Hits:
     return [(record_from_values(row), 1.0) for row in found]
-
-
-def _one_row(changed: int, record: Record) -> None:
-    """An update names one record of its own tenant (``update_query``'s ``Tenant``
-    condition): a change carrying a foreign or missing id is refused, not ignored."""
-    if changed != 1:
-        raise StoreError(f"no record {record.id!r} in tenant {record.tenant_id!r} to update")
-
-
-def _tenant_of(change: contract.Change) -> str:
-    """The tenant a change writes to (its writer lock is taken first)."""
-    if isinstance(change, (contract.Insert, contract.Update, contract.Place)):
-        return change.record.tenant_id
-    if isinstance(
-        change,
-        (
-            contract.Delete,
-            contract.UnlinkContests,
-            contract.Reconsolidate,
-            contract.AddTombstones,
-            contract.DropTombstones,
-        ),
-    ):
-        return change.tenant.tenant_id
-    if isinstance(change, contract.AnonymiseTombstones):
-        return change.subject.tenant_id
-    if isinstance(change, contract.Touch):
-        return change.vis.tenant_id
-    if isinstance(change, contract.PutGrants):
-        return change.grants[0].tenant_id if change.grants else ""
-    if isinstance(change, contract.DropGrants):
-        return change.tenant.tenant_id
-    if isinstance(change, (contract.Outcome, contract.Consolidated)):
-        return change.subject.tenant_id
-    return change.entry.tenant_id
 
 
 class PostgresStore(Shares, Lifecycle):
@@ -162,7 +127,11 @@ class PostgresStore(Shares, Lifecycle):
         if not ids:
             return {}
         self.writing(vis.tenant_id)
-        found = self.rows(vectors.vectors_of(vis, ids, model), "reading vectors")
+        query, params = vectors.vectors_of(vis, ids, model)
+        # binary results: a vector arrives as float32 bytes (its text form, 384
+        # numbers to parse each, took 25 ms for 135 vectors)
+        with self.connection("reading vectors") as conn, conn.cursor(binary=True) as cursor:
+            found = cursor.execute(query, params).fetchall()
         return {str(row[0]): _array(row[1]) for row in found}
 
     # -- candidates -------------------------------------------------------------------
@@ -176,17 +145,36 @@ class PostgresStore(Shares, Lifecycle):
         a cancelled probe does not abort the transaction."""
         self.writing(vis.tenant_id, *(p.slot.tenant_id for p in probes
                                       if isinstance(p, contract.SlotProbe)))  # fmt: skip
-        if len(probes) > 1 and self.config.probe_threads > 1 and not self.in_transaction:
+        if self.in_transaction:
+            return self._in_savepoint(vis, probes) if probes else []
+        if len(probes) > 1 and self.config.probe_threads > 1:
             if self._probes is None:
                 self._probes = ThreadPoolExecutor(self.config.probe_threads, "engram-pg-probe")
             return list(self._probes.map(lambda probe: self._answer(vis, probe), probes))
         return [self._answer(vis, probe) for probe in probes]
 
+    def _in_savepoint(
+        self, vis: Visibility, probes: Sequence[contract.Probe]
+    ) -> list[contract.Hits | EngramError]:
+        """The probes in turn on the transaction's connection, all in one savepoint;
+        when one fails, the savepoint is rolled back (the answers before it stand:
+        they were reads) and the probes after it run in a savepoint each."""
+        answers: list[contract.Hits | EngramError] = []
+        try:
+            with self.connection("a recall probe") as conn, self.block(conn):
+                for probe in probes:
+                    answers.append(self._probe(conn, vis, probe))
+        except EngramError as exc:
+            if len(answers) == len(probes):  # all answered; the release failed: the next
+                return answers  # statement of the transaction reports its connection
+            answers.append(exc)
+        return answers + [self._answer(vis, probe) for probe in probes[len(answers) :]]
+
     def _answer(self, vis: Visibility, probe: contract.Probe) -> contract.Hits | EngramError:
         try:
             with self.connection("a recall probe") as conn:
                 if self.in_transaction:
-                    with conn.transaction():
+                    with self.block(conn):
                         return self._probe(conn, vis, probe)
                 return self._probe(conn, vis, probe)
         except EngramError as exc:
@@ -210,7 +198,9 @@ class PostgresStore(Shares, Lifecycle):
         words = terms(probe.text)
         if not words or probe.limit <= 0:
             return []
-        query = sql.lexical(vis, self.text_config, " or ".join(words), probe.statuses, probe.limit)
+        bound = self.config.lexical_rank_rows or None
+        query = sql.lexical(vis, self.text_config, " or ".join(words), probe.statuses, probe.limit,
+                            bound)  # fmt: skip
         return [(record_from_values(row), float(row[-1])) for row in on(conn, query)]
 
     def _vector(self, conn: Conn, vis: Visibility, probe: contract.VectorProbe) -> contract.Hits:
@@ -253,23 +243,26 @@ class PostgresStore(Shares, Lifecycle):
 
     def lock_slot(self, slot: OwnerSlot, key: str) -> None:
         """Hold the write slot until the transaction ends: an advisory lock on
-        (tenant, user, scope, key). The agent is left out on purpose: the versions a
-        write meets (``OwnerSlot.key_sql``) span the user's own and the writing
-        agent's, so writers through different agents must take turns too."""
+        (tenant, user, scope, key), taken with the other locks asked for before the
+        transaction's next statement (``Session.lock``). The agent is left out on
+        purpose: the versions a write meets (``OwnerSlot.key_sql``) span the user's
+        own and the writing agent's, so writers through different agents must take
+        turns too."""
         self.in_own_transaction("lock_slot")
         self.writing(slot.tenant_id)
-        name = json.dumps([slot.tenant_id, slot.user_id, slot.scope, key])
-        self.run((_SLOT_LOCK, {"slot": name}), "locking a write slot")
+        self.lock(json.dumps([slot.tenant_id, slot.user_id, slot.scope, key]))
 
     def apply(self, changes: Sequence[contract.Change]) -> contract.Applied:
         """Apply ``changes`` in order, atomically: in a transaction of their own, or in
         a savepoint of the open one, so a failing change leaves none of them (and the
         caller's transaction can go on). The tenants' writer locks are taken first,
         outside the savepoint, so they outlast its rollback."""
-        self.writing(*map(_tenant_of, changes))
-        with self.transaction(), self.connection("applying changes") as conn:
-            self.writing(*map(_tenant_of, changes))  # a transaction of its own: here
-            return self._apply_all(conn, changes)
+        tenants = [tenant_of(change) for change in changes]
+        self.writing(*tenants)
+        with self.transaction():
+            self.writing(*tenants)  # a transaction of its own: here
+            with self.connection("applying changes") as conn:
+                return self._apply_all(conn, changes)
 
     def _apply_all(self, conn: Conn, changes: Sequence[contract.Change]) -> contract.Applied:
         """Every change in order on ``conn``; consecutive inserts as one batch."""
@@ -287,7 +280,7 @@ class PostgresStore(Shares, Lifecycle):
 
     def _change(self, conn: Conn, change: contract.Change, applied: contract.Applied) -> None:
         if isinstance(change, contract.Update):
-            _one_row(conn.execute(*update_query(change.record)).rowcount, change.record)
+            one_row(conn.execute(*update_query(change.record)).rowcount, change.record)
         elif isinstance(change, contract.Place):
             self._place(conn, change.record)
         elif isinstance(change, contract.Delete):
@@ -328,7 +321,7 @@ class PostgresStore(Shares, Lifecycle):
             raise StoreError(f"unknown change {type(change).__name__}")
 
     def _insert(self, conn: Conn, inserts: Sequence[contract.Insert]) -> None:
-        """Insert new records (one pipelined statement), claiming the vector model
+        """Insert new records (one statement per tenant), claiming the vector model
         first; refuse a new version of a deleted record."""
         if not inserts:
             return
@@ -337,9 +330,14 @@ class PostgresStore(Shares, Lifecycle):
             model = change.record.embedding_model
             if change.vector is not None and model is not None:
                 self.claim_vector_model(conn, model, int(change.vector.shape[0]))
-        rows = [self._row(change) for change in inserts]
-        with conn.cursor() as cursor:
-            cursor.executemany(sql.INSERT, rows)
+        if len(inserts) == 1:
+            conn.execute(sql.INSERT, self._row(inserts[0]))
+            return
+        by_tenant: dict[str, list[dict[str, Any]]] = {}
+        for change in inserts:
+            by_tenant.setdefault(change.record.tenant_id, []).append(self._row(change))
+        for rows in by_tenant.values():
+            conn.execute(*sql.insert_many(rows))
 
     @staticmethod
     def _row(change: contract.Insert) -> dict[str, Any]:
@@ -358,10 +356,13 @@ class PostgresStore(Shares, Lifecycle):
             if record.supersedes is not None:
                 by_tenant.setdefault(record.tenant_id, []).append(record.supersedes)
         for tenant_id, ids in by_tenant.items():
-            on(conn, sql.hold_versions(Tenant(tenant_id), ids))
-            gone = on(conn, sql.forgotten(Tenant(tenant_id), ids))
+            ((held, gone),) = on(conn, sql.hold_versions(Tenant(tenant_id), ids))
+            # A version not locked was gone: a deletion that committed while the
+            # lock waited is in ``forgotten`` only for a new snapshot.
+            if not gone and not set(ids) <= set(held or ()):
+                gone = [row[0] for row in on(conn, sql.forgotten(Tenant(tenant_id), ids))]
             if gone:
-                raise StoreError(f"the record this version supersedes was deleted: {gone[0][0]}")
+                raise StoreError(f"the record this version supersedes was deleted: {gone[0]}")
 
     def _place(self, conn: Conn, record: Record) -> None:
         """Write where an existing record sits in its history (import)."""
@@ -372,7 +373,7 @@ class PostgresStore(Shares, Lifecycle):
         bound = {column: row[column] for column in (*_PLACEMENT, "id")}
         done = conn.execute(f"UPDATE records AS r SET {sets} WHERE r.id = %(id)s AND {cond}",
                             {**params, **bound}).rowcount  # fmt: skip
-        _one_row(done, record)
+        one_row(done, record)
 
 
 Handler = Callable[[PostgresStore, Conn, Visibility, Any], contract.Hits]

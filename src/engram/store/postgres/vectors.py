@@ -128,15 +128,20 @@ def approximate(
 
 
 def visible_up_to(vis: Visibility, model: str, statuses: Sequence[str], bound: int) -> Query:
-    """How many vectors the caller sees, counted no further than ``bound`` (a B-tree
-    walk of at most ``bound`` rows): below it the search is exact, because an index
-    walk filtered down to a small scope stops at its tuple limit with rows that are
-    not the nearest."""
-    cond, params = vis.sql("r", POSTGRES)
-    sql = (
-        f"SELECT count(*) FROM (SELECT 1 FROM records r WHERE {cond} AND {_FILTER}"
-        " LIMIT %(bound)s) c"
-    )
+    """How many vectors the caller sees, counted no further than ``bound`` in each
+    visibility branch (own records, tenant-wide ones): below ``bound`` the search is
+    exact, because an index walk filtered down to a small scope stops at its tuple
+    limit with rows that are not the nearest. The sum is below ``bound`` exactly
+    when the caller sees fewer. Each branch is an index-only walk of the
+    ``records_vector_owners`` index (tenant, user, scope, agent, model, status of
+    the rows holding a vector), which reads no heap page of an all-visible table:
+    the heap walk it replaces read up to ``bound`` rows, 50-100 ms at 100K."""
+    arms, params = [], {}
+    for cond, branch in vis.branches("r", POSTGRES):
+        arms.append(f"(SELECT count(*) FROM (SELECT 1 FROM records r WHERE {cond} AND {_FILTER}"
+                    " LIMIT %(bound)s) c)")  # fmt: skip
+        params.update(branch)
+    sql = "SELECT " + " + ".join(arms)
     return sql, {**params, "model": model, "statuses": list(statuses), "bound": bound}
 
 
