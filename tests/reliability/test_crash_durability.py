@@ -18,6 +18,7 @@ from engram.errors import ConfigError
 from engram.store.open import open_store
 from engram.store.sqlite import SQLiteStore
 from engram.store.url import sqlite_options, sqlite_path
+from engram.working.sqlite import SQLiteWorking
 
 LEVELS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}  # PRAGMA synchronous's answers
 
@@ -25,6 +26,12 @@ LEVELS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}  # PRAGMA synchronous's 
 def _level(store: object) -> str:
     assert isinstance(store, SQLiteStore)
     return LEVELS[int(store._conn.execute("PRAGMA synchronous").fetchone()[0])]
+
+
+def _working_level(mem: Engram) -> str:
+    working = mem.working_store
+    assert isinstance(working, SQLiteWorking)
+    return LEVELS[int(working._conn.execute("PRAGMA synchronous").fetchone()[0])]
 
 
 def test_an_acknowledged_write_is_synced_at_commit_by_default(tmp_path: Path) -> None:
@@ -56,10 +63,11 @@ def test_the_url_option_overrides_the_config_and_names_the_same_file(tmp_path: P
     url = f"sqlite:///{tmp_path}/same.db"
     with Engram.open(url + "?synchronous=NORMAL", embedder="hashing", config=config) as mem:
         assert _level(mem.store) == "NORMAL"
+        assert _working_level(mem) == "NORMAL"  # working memory follows the store
         written = mem.remember(ctx, "The staging database listens on port 5433.").record
     assert written is not None
     with Engram.open(url, embedder="hashing") as mem:
-        assert _level(mem.store) == "FULL"
+        assert (_level(mem.store), _working_level(mem)) == ("FULL", "FULL")
         assert mem.get(ctx, written.id).content == written.content
     assert sorted(p.name for p in tmp_path.iterdir() if "?" in p.name) == []
 
