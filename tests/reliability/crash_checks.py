@@ -194,6 +194,7 @@ def _partial(mem: Engram, expected: Expected, found: Findings) -> None:
             erasable[record.user_id] += 1
     found.partial += [f"user {u}: {n} of 3 records" for u, n in erasable.items() if n != 3]
     _keys(records, expected, found)
+    _consolidation(mem, records, found)
     store: Any = mem.store
     if isinstance(store, SQLiteStore):
         integrity = _scalar(store, "PRAGMA integrity_check")
@@ -228,6 +229,29 @@ def _bulks(records: list[Any], expected: Expected, found: Findings) -> None:
         landed = sum(whole)
         if torn or whole != [True] * landed + [False] * (len(chunks) - landed):
             found.partial.append(f"bulk {tag}: items {sorted(items[tag])} of {size}")
+
+
+def _rows(store: Any, sql: str) -> list[Any]:
+    """Every row of a raw query (a check reading what storage holds, past the contract)."""
+    if isinstance(store, SQLiteStore):
+        return list(store._conn.execute(sql).fetchall())
+    with store.connection("crash check") as conn:
+        return list(conn.execute(sql).fetchall())
+
+
+def _consolidation(mem: Engram, records: list[Any], found: Findings) -> None:
+    """A consolidated group landed whole: the episodes marked consolidated are exactly
+    those a stored summary was derived from."""
+    user = USERS["consolidate"]
+    episodes = {r.id for r in records if r.user_id == user and r.type == "episode"}
+    summaries = [r for r in records if r.user_id == user and r.type == "summary"]
+    summarised = {e for r in summaries for e in r.source.derived_from} & episodes
+    sql = f"SELECT episode_id FROM consolidated WHERE tenant_id = '{TENANT}' AND user_id = '{user}'"
+    marked = {str(row[0]) for row in _rows(mem.store, sql)}
+    if marked != summarised:
+        extra, missing = len(marked - summarised), len(summarised - marked)
+        found.partial.append(f"consolidation: {extra} episodes marked without a summary, "
+                             f"{missing} summarised and not marked")  # fmt: skip
 
 
 def _keys(records: list[Any], expected: Expected, found: Findings) -> None:

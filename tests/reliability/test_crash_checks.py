@@ -122,6 +122,12 @@ def _stale_key(path: Path, events: list[Event]) -> list[Event]:
                       "seconds": 0.0}]  # fmt: skip
 
 
+def _unmark_episode(path: Path, events: list[Event]) -> list[Event]:
+    first = "(SELECT min(episode_id) FROM consolidated)"
+    _sql(path, f"DELETE FROM consolidated WHERE episode_id = {first}")
+    return events
+
+
 FAULTS: dict[str, tuple[Callable[[Path, list[Event]], list[Event]], str]] = {
     "an acknowledged write deleted": (_delete_single, "lost"),
     "an acknowledged content altered": (_alter_content, "lost"),
@@ -131,6 +137,7 @@ FAULTS: dict[str, tuple[Callable[[Path, list[Event]], list[Event]], str]] = {
     "an audit entry rewritten": (_tamper_audit, "audit"),
     "an acknowledged forget undone": (_undo_forget, "resurrected"),
     "a key whose active version is not the last": (_stale_key, "partial"),
+    "a summarised episode left unmarked": (_unmark_episode, "partial"),
 }
 
 
