@@ -38,8 +38,8 @@ from backends_infra import with_database
 from common import machine, print_table, summarize, temp_dir, write_results
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "reliability"))
-from crash_checks import Findings  # noqa: E402
-from crash_support import KINDS, Harness, WriterFailed  # noqa: E402
+from crash_checks import Findings
+from crash_support import KINDS, Harness, WriterFailed
 
 RESULTS = Path(__file__).resolve().parent / "results" / "crash.json"
 REDIS_URL = os.environ.get("ENGRAM_BENCH_REDIS_URL", "redis://127.0.0.1:6379/15")
