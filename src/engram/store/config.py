@@ -35,8 +35,9 @@ class SQLiteConfig:
     only at checkpoints (a process crash loses nothing, a power loss may lose the
     last commits) and costs 2 to 6 ms less per single write on the project's
     virtual disk; ``OFF`` never syncs (a power loss may corrupt the file);
-    ``EXTRA`` is ``FULL`` plus a directory sync for the rollback journal. A ``sqlite://`` URL may set it too
-    (``?synchronous=NORMAL``); ``docs/reliability/crash.md`` has the measurements.
+    ``EXTRA`` is ``FULL`` plus a directory sync for the rollback journal. A
+    ``sqlite://`` URL may set it too (``?synchronous=NORMAL``);
+    ``docs/reliability/crash.md`` has the measurements.
 
     ``read_connections`` gives each thread of a file store
     its own read connection (WAL readers do not wait for each other or for a
