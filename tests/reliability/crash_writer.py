@@ -20,7 +20,9 @@ an ``ack`` line naming what was acknowledged (ids and SHA-256 of contents), each
 line flushed to the OS at once: a SIGKILL loses no line already written, so the
 log is what the caller was told. The clock is a fake stepping one second per
 call from ``BASE + trial hours``, so consolidation and the sweep see time move
-forward across trials. ``--cycles N`` stops after N cycles (a run without a kill).
+forward across trials. ``--cycles N`` stops after N cycles (a run without a kill);
+without it the writer stops after ``MAX_CYCLES`` or when its parent is gone, so
+a harness that dies leaves no writer running.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import argparse
 import dataclasses
 import hashlib
 import json
+import os
 import random
 import sys
 import time
@@ -44,6 +47,7 @@ TENANT = "crash"
 BASE = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 BATCH_ITEMS = 16  # chunk size of remember_many: a bulk write spans several chunks
 KEYS = 4
+MAX_CYCLES = 1000  # a writer nobody kills stops by itself (a trial kills it within seconds)
 KINDS = ("single", "bulk", "supersede", "consolidate", "sweep", "forget", "erase")
 USERS = {"single": "w-single", "bulk": "w-bulk", "supersede": "w-keyed",
          "consolidate": "w-episodes", "sweep": "w-sweep", "forget": "w-forget"}  # fmt: skip
@@ -121,7 +125,10 @@ class Workload:
         steps = {"single": self.single, "bulk": self.bulk, "supersede": self.supersede,
                  "consolidate": self.consolidate, "sweep": self.sweep,
                  "forget": self.forget, "erase": self.erase}  # fmt: skip
-        while cycles is None or self.cycle < cycles:
+        parent = os.getppid()
+        while self.cycle < (MAX_CYCLES if cycles is None else cycles):
+            if os.getppid() != parent:  # the harness died without killing this writer
+                return
             for kind in KINDS:
                 steps[kind]()
             self.cycle += 1
