@@ -135,8 +135,11 @@ class Engram(LifecycleFacade):
         scratch: WorkingStore | None = None
         try:
             path = store.path if isinstance(store, SQLiteStore) else None
+            # working memory beside the file is synced as the store is (the URL's level)
+            synchronous = (store.settings if isinstance(store, SQLiteStore)
+                           else config.store.sqlite).synchronous  # fmt: skip
             scratch = open_working(working, path, config.working,
-                                   config.store.sqlite.busy_timeout_ms)  # fmt: skip
+                                   config.store.sqlite.busy_timeout_ms, synchronous)  # fmt: skip
             return cls(store, create_embedder(embedder, **embedder_options), config, clock,
                        scratch)  # fmt: skip
         except BaseException:

@@ -3,6 +3,14 @@
 Sorting ids sorts records by creation order, which keeps B-tree inserts local
 and gives a stable tie-break wherever an order is needed. Within one process the
 ids are strictly increasing even inside the same millisecond.
+
+Across processes ids stay unique because each process draws its own 80 random
+bits at the start of each millisecond. A process made by ``os.fork()`` (a
+pre-fork server's workers, ``multiprocessing`` with the ``fork`` start method)
+would otherwise continue from its parent's state: within the same millisecond
+both would increment the same counter and mint the same ids. So the child forgets
+the state (and gets a fresh lock, which the parent may have held while forking)
+before it runs any code of its own (``os.register_at_fork``).
 """
 
 from __future__ import annotations
@@ -27,6 +35,14 @@ def _encode(value: int, length: int) -> str:
     return "".join(reversed(chars))
 
 
+def _reset_after_fork() -> None:
+    """In a forked child: a new lock, and no millisecond seen yet, so the next id
+    draws fresh random bits instead of incrementing the parent's."""
+    global _lock
+    _lock = threading.Lock()
+    _state["millis"], _state["rand"] = 0, 0
+
+
 def new_id() -> str:
     """Return a 26-character id that sorts after every id made before it in-process."""
     millis = time.time_ns() // 1_000_000
@@ -38,3 +54,7 @@ def new_id() -> str:
             rand = int.from_bytes(os.urandom(10), "big") >> 1
         _state["millis"], _state["rand"] = millis, rand
     return _encode(millis, 10) + _encode(rand, 16)
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
+    os.register_at_fork(after_in_child=_reset_after_fork)

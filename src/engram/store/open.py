@@ -8,13 +8,14 @@ PostgreSQL driver. Each backend reads its own block of ``StoreConfig``.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from typing import Protocol, cast
 
 from engram.errors import ConfigError
 from engram.store.config import StoreConfig
 from engram.store.contract import Maintenance, Store
-from engram.store.url import scheme_of, sqlite_path
+from engram.store.url import scheme_of, sqlite_options, sqlite_path
 
 __all__ = ["Backend", "migrate", "open_store"]
 
@@ -29,13 +30,18 @@ class Backend(Store, Maintenance, Protocol):
 
 
 def open_store(url: str, config: StoreConfig | None = None) -> Backend:
-    """Open (creating or migrating if needed) the store at ``url``."""
+    """Open (creating or migrating if needed) the store at ``url``. Options in a
+    ``sqlite://`` URL (``?synchronous=NORMAL``) override ``config.sqlite``'s."""
     config = config or StoreConfig()
     scheme = scheme_of(url)
     if scheme == "sqlite":
         from engram.store.sqlite import SQLiteStore
 
-        return SQLiteStore(sqlite_path(url), config.sqlite)
+        settings = config.sqlite
+        options = sqlite_options(url)
+        if "synchronous" in options:
+            settings = dataclasses.replace(settings, synchronous=options["synchronous"])
+        return SQLiteStore(sqlite_path(url), settings)
     if scheme == "postgresql":
         return _postgres(url, config)
     raise ConfigError(f"unsupported store URL scheme {scheme!r}; use sqlite:///path or "

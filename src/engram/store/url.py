@@ -7,10 +7,16 @@ home; a second backend parses the rest of its own URLs.
 from __future__ import annotations
 
 import unicodedata
+from urllib.parse import parse_qsl
 
 from engram.errors import ConfigError
 
-__all__ = ["scheme_of", "sqlite_path"]
+__all__ = ["scheme_of", "sqlite_options", "sqlite_path"]
+
+# Settings a sqlite:// URL may carry after ``?`` (``SQLiteConfig`` field names):
+# a deployment configured by one URL (``ENGRAM_DB``, ``engram serve --db``) can
+# choose its durability without code.
+SQLITE_URL_OPTIONS = frozenset({"synchronous"})
 
 _POSTGRES = ("postgresql", "postgres")
 
@@ -31,14 +37,39 @@ def scheme_of(url: str) -> str:
     return "postgresql" if scheme.split("+", 1)[0] in _POSTGRES else scheme
 
 
+def sqlite_options(url: str) -> dict[str, str]:
+    """The settings after ``?`` in a ``sqlite://`` URL, e.g.
+    ``sqlite:///engram.db?synchronous=FULL``; empty for a bare path (whose name may
+    hold a ``?``). An unknown name, a repeated one or an empty value is refused:
+    a misspelt durability setting must not be ignored."""
+    _check_text(url)
+    if not url.startswith("sqlite://") or "?" not in url:
+        return {}
+    query = url.split("?", 1)[1]
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True)
+    except ValueError as exc:
+        raise ConfigError(f"sqlite URL options must look like ?synchronous=FULL: {exc}") from exc
+    options: dict[str, str] = {}
+    for name, value in pairs:
+        if name not in SQLITE_URL_OPTIONS:
+            raise ConfigError(f"unknown sqlite URL option {name!r}; known: "
+                              f"{sorted(SQLITE_URL_OPTIONS)}")  # fmt: skip
+        if name in options or not value:
+            raise ConfigError(f"sqlite URL option {name!r} must be given once, with a value")
+        options[name] = value
+    return options
+
+
 def sqlite_path(url: str) -> str:
-    """``sqlite:///rel.db``, ``sqlite:////abs.db``, ``sqlite://:memory:`` or a bare path.
+    """``sqlite:///rel.db``, ``sqlite:////abs.db``, ``sqlite://:memory:`` or a bare path;
+    options after ``?`` in a ``sqlite://`` URL are not part of it (``sqlite_options``).
 
     Surrounding whitespace and control characters are refused: a path that only
     looks like another would silently open (or create) a second database."""
     _check_text(url)
     if url.startswith("sqlite://"):
-        rest = url[len("sqlite://") :]
+        rest = url[len("sqlite://") :].split("?", 1)[0]
         if rest in (":memory:", "/:memory:"):
             return ":memory:"
         if not rest.startswith("/") or len(rest) < 2:

@@ -12,14 +12,17 @@ from engram.working.sqlite import SQLiteWorking, working_path
 __all__ = ["open_working"]
 
 
-def open_working(spec: object, sqlite_path: str | None, config: WorkingConfig,
-                 busy_timeout_ms: int = 5000) -> WorkingStore:  # fmt: skip
-    """``None`` or ``"sqlite"``: a SQLite file beside the store's (``working_path``);
-    ``"redis://..."`` or ``"rediss://..."``: that Redis; a ``WorkingStore``: itself."""
+def open_working(
+    spec: object, sqlite_path: str | None, config: WorkingConfig, busy_timeout_ms: int = 5000,
+    synchronous: str = "FULL",
+) -> WorkingStore:  # fmt: skip
+    """``None`` or ``"sqlite"``: a SQLite file beside the store's (``working_path``),
+    synced as the store is (``synchronous``); ``"redis://..."`` or ``"rediss://..."``:
+    that Redis; a ``WorkingStore``: itself."""
     if spec is None or spec == "sqlite":
         if sqlite_path is None:
             raise ConfigError("this store has no SQLite file: pass working='redis://host:port/db'")
-        return SQLiteWorking(working_path(sqlite_path), config, busy_timeout_ms)
+        return SQLiteWorking(working_path(sqlite_path), config, busy_timeout_ms, synchronous)
     if isinstance(spec, str):
         if spec.startswith(("redis://", "rediss://")):
             return RedisWorking(RedisTarget.parse(spec), config)

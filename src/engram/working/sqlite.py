@@ -101,7 +101,11 @@ class SQLiteWorking:
     """``WorkingStore`` on a SQLite file (the embedded default)."""
 
     def __init__(self, path: str, config: WorkingConfig | None = None,
-                 busy_timeout_ms: int = 5000) -> None:  # fmt: skip
+                 busy_timeout_ms: int = 5000, synchronous: str = "FULL") -> None:  # fmt: skip
+        """``synchronous``: the store's level (``SQLiteConfig.synchronous``), so an
+        acknowledged working-memory write or erasure is as durable as the store's."""
+        if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise StoreError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, got {synchronous!r}")
         self.config = config or WorkingConfig()
         self.path = path
         self._lock = threading.Lock()
@@ -111,7 +115,7 @@ class SQLiteWorking:
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             if path != ":memory:":
                 self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
             self._conn.execute("PRAGMA secure_delete = ON")
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open working memory at {path!r}: {exc}") from exc
