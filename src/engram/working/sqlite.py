@@ -31,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from engram.errors import InvalidArgument, MigrationError, StoreError
-from engram.store import erasure
+from engram.store import erasure, held_files
 from engram.store.erasure import Scrub
 from engram.store.predicate import NO_AGENT, OwnerSlot, Subject
 from engram.working.base import WorkingItem, WorkingScope
@@ -116,6 +116,9 @@ class SQLiteWorking:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open working memory at {path!r}: {exc}") from exc
         self._migrate()
+        self._held = path != ":memory:"  # erasure scans read its files (``held_files``)
+        if self._held:
+            held_files.hold(path)
 
     def _migrate(self) -> None:
         """Apply the pending entries of ``MIGRATIONS`` in one transaction."""
@@ -273,6 +276,9 @@ class SQLiteWorking:
         """Close the connection; the working memory is unusable afterwards."""
         with self._lock:
             self._conn.close()
+            if self._held:
+                self._held = False
+                held_files.release(self.path)
 
 
 def _item(row: tuple[str, str, int, int], scope: WorkingScope) -> WorkingItem:

@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import quote
 
 from engram.errors import MigrationError, StoreError
+from engram.store import held_files
 from engram.store.config import SQLiteConfig
 from engram.store.rows import record_from_values
 from engram.store.sqlite import statements
@@ -71,6 +72,9 @@ class Connection:
         self._conn.row_factory = sqlite3.Row
         self._configure()
         self._migrate()
+        self._held = is_plain_file(path)  # erasure scans read its files (``held_files``)
+        if self._held:
+            held_files.hold(path)
 
     # -- opening ----------------------------------------------------------------
 
@@ -249,6 +253,9 @@ class Connection:
                 holder.conn.close()
             self._readers.clear()
             self._conn.close()
+        if self._held:
+            self._held = False
+            held_files.release(self.path)
 
 
 def _split(script: str) -> list[str]:
