@@ -31,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from engram.errors import InvalidArgument, MigrationError, StoreError
-from engram.store import erasure, held_files
+from engram.store import busy, erasure, held_files
 from engram.store.erasure import Scrub
 from engram.store.predicate import NO_AGENT, OwnerSlot, Subject
 from engram.working.base import WorkingItem, WorkingScope
@@ -97,6 +97,9 @@ def _subject(tenant_id: str, user_id: str) -> tuple[str, dict[str, Any]]:
     return Subject(tenant_id, user_id).sql(_TABLE)
 
 
+_LABEL = "working memory: "  # starts the message of a SQLite error here
+
+
 class SQLiteWorking:
     """``WorkingStore`` on a SQLite file (the embedded default)."""
 
@@ -104,6 +107,7 @@ class SQLiteWorking:
                  busy_timeout_ms: int = 5000) -> None:  # fmt: skip
         self.config = config or WorkingConfig()
         self.path = path
+        self._busy_ms = busy_timeout_ms  # the bound on waiting for the file's write lock
         self._lock = threading.Lock()
         self._next_purge = 0
         try:
@@ -141,10 +145,8 @@ class SQLiteWorking:
         """One write transaction (BEGIN IMMEDIATE: concurrent writers queue, none
         reads a count another is about to change)."""
         with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise StoreError(f"working memory: SQLite error: {exc}") from exc
+            busy.retrying(lambda: self._conn.execute("BEGIN IMMEDIATE"), self._conn, self.path,
+                          "a working-memory write", self._busy_ms)  # fmt: skip
             try:
                 yield self._conn
                 self._conn.execute("COMMIT")
@@ -152,7 +154,8 @@ class SQLiteWorking:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise StoreError(f"working memory: SQLite error: {exc}") from exc
+                    raise busy.failure(exc, self.path, "a working-memory write",
+                                       self._busy_ms, _LABEL) from exc  # fmt: skip
                 raise
 
     def _read(self, sql: str, params: dict[str, Any]) -> list[tuple[str, str, int, int]]:
@@ -160,7 +163,8 @@ class SQLiteWorking:
             try:
                 return self._conn.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
-                raise StoreError(f"working memory: SQLite error: {exc}") from exc
+                raise busy.failure(exc, self.path, "a working-memory read", self._busy_ms,
+                                   _LABEL) from exc  # fmt: skip
 
     def _purge(self, conn: sqlite3.Connection, scope: WorkingScope, now_us: int) -> None:
         """Delete the scope's expired items, and now and then every scope's."""

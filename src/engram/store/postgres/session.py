@@ -37,7 +37,7 @@ from psycopg_pool import ConnectionPool
 
 from engram.errors import StoreError
 from engram.store.postgres.config import PostgresConfig
-from engram.store.postgres.errors import Server, mapped
+from engram.store.postgres.errors import Server, StatementTimeout, mapped
 from engram.store.postgres.sql import Query
 
 __all__ = ["Session", "Tracer"]
@@ -137,8 +137,15 @@ class Session:
         tenants: set[str] = self._local.tenants
         for tenant_id in sorted(set(tenant_ids) - tenants):
             name = json.dumps(["engram:tenant", tenant_id])
-            with mapped(self.server, "taking a tenant's writer lock"):
-                conn.execute(_TENANT_LOCK, {"name": name})
+            try:
+                with mapped(self.server, "taking a tenant's writer lock"):
+                    conn.execute(_TENANT_LOCK, {"name": name})
+            except StatementTimeout as exc:
+                raise StatementTimeout(
+                    f"{exc}: another transaction held tenant {tenant_id!r}'s writer lock longer"
+                    f" than postgres.statement_timeout_ms = {self.config.statement_timeout_ms}."
+                    f" Nothing was written: retry later, or raise statement_timeout_ms"
+                ) from None
             tenants.add(tenant_id)
 
     @contextmanager

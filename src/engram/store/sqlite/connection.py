@@ -17,11 +17,12 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 from urllib.parse import quote
 
 from engram.errors import MigrationError, StoreError
-from engram.store import held_files
+from engram.store import busy, held_files
 from engram.store.config import SQLiteConfig
 from engram.store.rows import record_from_values
 from engram.store.sqlite import statements
@@ -79,8 +80,11 @@ class Connection:
     # -- opening ----------------------------------------------------------------
 
     def _configure(self) -> None:
+        """The writer's pragmas; switching to WAL waits out another connection's lock
+        (``busy.retrying``) instead of failing the open."""
         for sql in statements.pragmas(self.settings, wal=self.path != ":memory:"):
-            self._conn.execute(sql)
+            busy.retrying(partial(self._conn.execute, sql), self._conn, self.path,
+                          "opening the store", self.settings.busy_timeout_ms)  # fmt: skip
 
     def _migrate(self) -> None:
         """Apply pending migrations. An up-to-date database is only read, so opening a
@@ -128,7 +132,7 @@ class Connection:
             try:
                 self._conn.executemany(sql, rows)
             except sqlite3.Error as exc:
-                raise StoreError(f"SQLite error: {exc}") from exc
+                raise self._failure(exc, "a bulk write") from exc
 
     def _execute(
         self, conn: sqlite3.Connection, sql: str, params: Mapping[str, Any] | None,
@@ -145,17 +149,32 @@ class Connection:
                 cursor.row_factory = None
             return cursor.execute(sql, bound)
         except sqlite3.Error as exc:
-            raise StoreError(f"SQLite error: {exc}") from exc
+            raise self._failure(exc, "a statement") from exc
+
+    def _failure(self, exc: sqlite3.Error, doing: str) -> StoreError:
+        return busy.failure(exc, self.path, doing, self.settings.busy_timeout_ms)
 
     def _rows(self, query: statements.Query, plain: bool = False) -> list[Any]:
+        """All rows of a read; a read refused by a lock is tried again (``busy``)."""
         reader = self._reader()
-        try:
-            if reader is None:
-                with self._lock:
-                    return self._execute(self._conn, *query, plain).fetchall()
-            return self._execute(reader, *query, plain).fetchall()
-        except sqlite3.Error as exc:
-            raise StoreError(f"SQLite error: {exc}") from exc
+        if reader is None:
+            with self._lock:
+                return self._read_rows(self._conn, query, plain)
+        return self._read_rows(reader, query, plain)
+
+    def _read_rows(self, conn: sqlite3.Connection, query: statements.Query,
+                   plain: bool) -> list[Any]:  # fmt: skip
+        sql, params = query
+        if self.tracer is not None:
+            self.tracer(sql, params)
+
+        def attempt() -> list[Any]:
+            cursor = conn.cursor()
+            if plain:
+                cursor.row_factory = None
+            return cursor.execute(sql, params).fetchall()
+
+        return busy.retrying(attempt, conn, self.path, "a read", self.settings.busy_timeout_ms)
 
     def _records(self, query: statements.Query) -> list[Record]:
         return [record_from_values(row) for row in self._rows(query, plain=True)]
@@ -213,7 +232,10 @@ class Connection:
         """One atomic unit: BEGIN IMMEDIATE at the outside, a SAVEPOINT when nested."""
         with self._lock:
             depth = self._depth
-            self._run("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT sp{depth}")
+            if depth == 0:
+                self._begin()
+            else:
+                self._run(f"SAVEPOINT sp{depth}")
             self._depth += 1
             self._owner = threading.get_ident()
             try:
@@ -236,6 +258,14 @@ class Connection:
                 if depth == 0:
                     self._owner = None
                     self._after_commit.clear()
+
+    def _begin(self) -> None:
+        """``BEGIN IMMEDIATE``: take the file's write lock, waiting at most
+        ``busy_timeout_ms`` for another connection's (then ``Unavailable``)."""
+        if self.tracer is not None:
+            self.tracer("BEGIN IMMEDIATE", {})
+        busy.retrying(lambda: self._conn.execute("BEGIN IMMEDIATE"), self._conn, self.path,
+                      "a write transaction", self.settings.busy_timeout_ms)  # fmt: skip
 
     def _rollback(self, depth: int) -> None:
         if depth == 0:
