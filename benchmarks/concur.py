@@ -12,6 +12,11 @@ and p95 latency, and the total rate as a ratio of the first shape's (the
 baseline, 1x1 by default) in the same run.
 
     PYTHONPATH=src .venv/bin/python benchmarks/concur.py --seconds 10 --shapes 1x1,2x2,4x4
+    PYTHONPATH=src .venv/bin/python benchmarks/concur.py --mix no-erasure --shapes 1x1,4x4
+
+``--mix no-erasure`` leaves out sweeps, forgets and erasures (their physical pass,
+a WAL checkpoint and file scan, or a table rewrite, holds the write lock longest)
+and writes ``concur-no-erasure.json`` instead of ``concur.json``.
 """
 
 from __future__ import annotations
@@ -30,7 +35,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "reliabil
 from concur_checks import judge
 from concur_support import KINDS, Plan, open_engram, run
 
-RESULTS = Path(__file__).resolve().parent / "results" / "concur.json"
+RESULTS = Path(__file__).resolve().parent / "results"
+MIXES = {
+    "all": Plan("").mix,
+    "no-erasure": tuple(
+        (k, 0 if k in ("sweep", "forget", "erase") else w) for k, w in Plan("").mix
+    ),
+}
 
 
 def _shape(text: str) -> tuple[int, int]:
@@ -53,6 +64,7 @@ def measure(plan: Plan) -> dict[str, Any]:
         "kinds": per_kind, "failures": dict(verdict.failures),
         "problems": verdict.problems[:20], "problem_count": len(verdict.problems),
         "unverified_erasures": verdict.unverified, "key_versions": verdict.versions,
+        "unverified_checks": dict(verdict.failed_checks),
         "acknowledged": dict(verdict.done),
     }  # fmt: skip
 
@@ -76,7 +88,8 @@ def backend_runs(name: str, url_of: Any, shapes: list[tuple[int, int]], args: An
     out = []
     for n, (processes, threads) in enumerate(shapes):
         url = url_of(n)
-        plan = Plan(url=url, processes=processes, threads=threads, seconds=args.seconds)
+        plan = Plan(url=url, processes=processes, threads=threads, seconds=args.seconds,
+                    mix=MIXES[args.mix])  # fmt: skip
         if url.startswith("postgresql"):
             plan = dataclasses.replace(plan, working=args.redis,
                                        redis_prefix=f"bench{uuid.uuid4().hex[:8]}")  # fmt: skip
@@ -100,6 +113,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--shapes", default="1x1,2x2,4x4")
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/14")
+    parser.add_argument("--mix", choices=sorted(MIXES), default="all",
+                        help="all: every kind; no-erasure: no sweep, forget or erase")  # fmt: skip
     args = parser.parse_args(argv)
     shapes = [_shape(s) for s in args.shapes.split(",")]
     backends = args.backends.split(",")
@@ -111,8 +126,9 @@ def main(argv: list[str]) -> None:
         if "postgresql" in backends:
             results += _postgres_runs(shapes, args, folder)
     _print(results)
-    write_results(RESULTS, {"machine": machine(sys.argv), "seconds": args.seconds,
-                            "runs": results})  # fmt: skip
+    name = "concur.json" if args.mix == "all" else f"concur-{args.mix}.json"
+    write_results(RESULTS / name, {"machine": machine(sys.argv), "seconds": args.seconds,
+                                   "mix": dict(MIXES[args.mix]), "runs": results})  # fmt: skip
 
 
 def _postgres_runs(shapes: list[tuple[int, int]], args: Any, folder: Path) -> list[dict[str, Any]]:

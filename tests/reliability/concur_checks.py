@@ -9,6 +9,8 @@
   attempt ended before it began (overlaps may go either way); a ``forget`` that
   returned leaves nothing of its record; a memory written past its retention may
   have been swept.
+* No recall begun after a ``forget`` or an erasure returned returns what it
+  removed.
 * Each contended key of each user has exactly one active, uncontested version,
   and its versions form one line: numbered 1..n, each superseding the one before,
   with every acknowledged SUPERSEDE in it and no version off it (no fork).
@@ -40,6 +42,7 @@ class Verdict:
     calls: Counter[str] = field(default_factory=Counter)  # every call per kind
     failures: Counter[str] = field(default_factory=Counter)  # "kind: Error" -> count
     unverified: int = 0  # erasure receipts whose verification failed
+    failed_checks: Counter[str] = field(default_factory=Counter)  # their failed checks
     versions: int = 0  # versions in the contended keys' chains
 
 
@@ -58,12 +61,14 @@ def judge(plan: Plan, logs: list[ThreadLog]) -> Verdict:
             verdict.calls[kind] += len(times)
     verdict.done.update(ack.kind for ack in acks)
     verdict.unverified = sum(1 for a in acks if a.kind in ("forget", "erase") and not a.verified)
+    verdict.failed_checks.update(check for a in acks for check in a.unverified)
     mem = open_engram(plan)
     try:
         users = [f"u{n}" for n in range(plan.users)] + [VICTIM]
         stored = {u: {r.id: r for r in mem.list(user_context(plan, u), status=None,
                                                  limit=10_000)} for u in users}  # fmt: skip
         verdict.problems += _presence(logs, stored)
+        verdict.problems += _recalled_after_removal(acks)
         verdict.problems += _chains(plan, mem, acks, stored, verdict)
         report = mem.audit_verify()
         if not report.ok:
@@ -95,6 +100,27 @@ def _presence(logs: list[ThreadLog], stored: dict[str, dict[str, Record]]) -> li
             if want is False and here:
                 problems.append(f"{record_id} of {VICTIM} survived an erasure begun after "
                                 f"it was acknowledged")  # fmt: skip
+    return problems
+
+
+def _recalled_after_removal(acks: list[Ack]) -> list[str]:
+    """No recall begun after a removal returned returns what it removed: a record
+    whose ``forget`` had returned, or a write of the erased user acknowledged
+    before an erasure that had returned."""
+    forgotten = {i: a.end for a in acks if a.kind == "forget" for i in a.ids}
+    erasures = [a for a in acks if a.kind == "erase"]
+    written = {i: a.end for a in acks if a.kind in WRITES and a.user == VICTIM for i in a.ids}
+    problems = []
+    for recall in (a for a in acks if a.kind == "recall"):
+        for record_id in recall.ids:
+            gone = forgotten.get(record_id, recall.start) < recall.start
+            acked = written.get(record_id)
+            erased = acked is not None and any(
+                acked < e.start and e.end < recall.start for e in erasures
+            )  # fmt: skip
+            if gone or erased:
+                problems.append(f"a recall of {recall.user} begun after {record_id} was removed "
+                                f"returned it")  # fmt: skip
     return problems
 
 

@@ -83,6 +83,7 @@ class Ack:
     key: str | None = None
     ephemeral: bool = False  # past its retention when written: a sweep may delete it
     verified: bool = True  # an erasure receipt's verification
+    unverified: tuple[str, ...] = ()  # the receipt's failed checks
     operation: str = ""  # what the write path decided (ADD, SUPERSEDE, ...)
 
 
@@ -189,8 +190,9 @@ class _Worker:
         self._ack("supersede", user, [got.record.id], start, key=key, operation=str(got.operation))
 
     def recall(self) -> None:
-        user = self._user()
+        user, start = self._user(), time.monotonic()
         result = self.mem.recall(user_context(self.plan, user), " ".join(self.rng.sample(WORDS, 3)))
+        self._ack("recall", user, [item.record.id for item in result.items], start)
         for item in result.items:
             record = item.record
             if record.tenant_id != self.plan.tenant or record.user_id not in (user, None):
@@ -205,12 +207,14 @@ class _Worker:
         user, record_id = self.mine.pop(self.rng.randrange(len(self.mine)))
         start, self.about = time.monotonic(), (record_id,)
         receipt = self.mem.forget(user_context(self.plan, user), record_id)
-        self._ack("forget", user, [record_id], start, verified=receipt.verified)
+        self._ack(
+            "forget", user, [record_id], start, verified=receipt.verified, unverified=receipt.failed
+        )
 
     def erase(self) -> None:
         start = time.monotonic()
         receipt = self.mem.erase_subject(self.plan.tenant, VICTIM)
-        self._ack("erase", VICTIM, [], start, verified=receipt.verified)
+        self._ack("erase", VICTIM, [], start, verified=receipt.verified, unverified=receipt.failed)
 
     def loop(self, deadline: float) -> None:
         kinds, weights = zip(*self.plan.mix, strict=True)

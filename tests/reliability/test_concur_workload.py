@@ -19,7 +19,7 @@ from contextlib import closing
 
 import pytest
 from concur_checks import Verdict, judge
-from concur_support import VICTIM, Plan, open_engram, run
+from concur_support import VICTIM, Ack, Plan, open_engram, run
 
 from backends import REDIS_URL, RedisPrefixes, redis_client
 
@@ -55,14 +55,14 @@ def test_concurrent_processes_and_threads_keep_every_invariant(
     assert verdict.versions >= verdict.done["supersede"]
 
 
-@pytest.mark.parametrize("fault", ["lost write", "forked chain"])
+@pytest.mark.parametrize("fault", ["lost write", "forked chain", "recalled after forget"])
 def test_the_checks_catch_a_planted_fault(
     sqlite_file_url: str, redis_prefixes: RedisPrefixes, fault: str
 ) -> None:
     """The judge is not vacuous: delete an acknowledged record behind Engram's back
-    (the raw SQLite file), or log a SUPERSEDE the chain does not hold, and it
-    reports the breach. The checks are backend-neutral; the SQLite file shows they
-    can fail."""
+    (the raw SQLite file), log a SUPERSEDE the chain does not hold, or a recall
+    returning a forgotten record, and it reports the breach. The checks are
+    backend-neutral; the SQLite file shows they can fail."""
     plan = dataclasses.replace(_plan(sqlite_file_url, redis_prefixes), processes=1, threads=2,
                                seconds=0.5)  # fmt: skip
     logs, _ = run(plan)
@@ -74,9 +74,15 @@ def test_the_checks_catch_a_planted_fault(
         with closing(sqlite3.connect(plan.url.removeprefix("sqlite:///"))) as conn, conn:
             conn.execute("DELETE FROM records WHERE id = ?", (victim,))
         wanted = f"{victim} of"
-    else:
+    elif fault == "forked chain":
         real = next(a for log in logs for a in log.acks if a.kind == "supersede")
         logs[0].acks.append(dataclasses.replace(real, ids=("01FORGEDVERSION",)))
         wanted = "not in the chain"
+    else:
+        kept = next(a for log in logs for a in log.acks if a.kind == "remember")
+        end = max(a.end for log in logs for a in log.acks)
+        logs[0].acks += [Ack("forget", kept.user, kept.ids, end + 1, end + 2),
+                         Ack("recall", kept.user, kept.ids, end + 3, end + 4)]  # fmt: skip
+        wanted = "returned it"
     verdict = judge(plan, logs)
     assert any(wanted in p for p in verdict.problems), verdict.problems

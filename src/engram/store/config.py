@@ -28,7 +28,8 @@ _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")  # a text search configuratio
 class SQLiteConfig:
     """The embedded SQLite store.
 
-    Pragmas: ``busy_timeout_ms`` (how long a writer waits for another's lock),
+    Pragmas: ``busy_timeout_ms`` (how long a writer waits for another's lock,
+    retried with backoff; after it ``Unavailable``: ``store.busy``),
     ``synchronous`` (``NORMAL``: durable at each checkpoint under WAL) and WAL
     journaling for a file. ``read_connections`` gives each thread of a file store
     its own read connection (WAL readers do not wait for each other or for a
