@@ -118,6 +118,9 @@ class SQLiteWorking:
             self._conn.execute("PRAGMA synchronous = NORMAL")
             self._conn.execute("PRAGMA secure_delete = ON")
         except sqlite3.Error as exc:
+            if busy.is_busy(exc):  # another connection held the file past the wait
+                raise busy.locked(path, "opening working memory", busy_timeout_ms / 1000,
+                                  busy_timeout_ms) from exc  # fmt: skip
             raise StoreError(f"cannot open working memory at {path!r}: {exc}") from exc
         self._migrate()
         self._held = path != ":memory:"  # erasure scans read its files (``held_files``)

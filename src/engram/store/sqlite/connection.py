@@ -6,7 +6,9 @@ through ``_run`` (writes, on the writer connection under the store lock) and
 ``tracer`` hook sees each with its parameters, which lets tests pin what each
 call emits. ``transaction`` is ``BEGIN IMMEDIATE`` at the outside (SQLite admits
 one writer at a time, which is what makes ``Store.lock_slot`` a no-op here) and
-a savepoint when nested. Migrations run when the store opens.
+a savepoint when nested. Migrations run when the store opens. Waiting for
+another connection's lock is bounded (``store.busy``): past
+``busy_timeout_ms`` the caller gets ``Unavailable``, never "database is locked".
 """
 
 from __future__ import annotations
@@ -71,8 +73,12 @@ class Connection:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite database at {path!r}: {exc}") from exc
         self._conn.row_factory = sqlite3.Row
-        self._configure()
-        self._migrate()
+        try:
+            self._configure()
+            self._migrate()
+        except BaseException:  # a failed open (a lock never freed) keeps no connection
+            self._conn.close()
+            raise
         self._held = is_plain_file(path)  # erasure scans read its files (``held_files``)
         if self._held:
             held_files.hold(path)
