@@ -14,7 +14,7 @@ when they do not care that it came from Engram.
     ├── StoreError                         the database failed or is unusable
     │   ├── MigrationError                 the schema could not be brought up to date
     │   ├── IndexMismatch                  stored vectors come from another embedder
-    │   └── Unavailable                    a server (Redis, PostgreSQL) cannot be reached
+    │   └── Unavailable                    a server cannot be reached, a file stays locked
     ├── EmbeddingError                     the embedder failed or is not installed
     └── PartialWrite                       a chunked bulk write failed part-way
 
@@ -94,9 +94,12 @@ class IndexMismatch(StoreError):
 
 
 class Unavailable(StoreError):
-    """A server the deployment depends on cannot be reached or refused the connection.
+    """A server the deployment depends on cannot be reached or refused the connection,
+    or a lock another writer holds did not come free within the bound (a SQLite
+    file past ``sqlite.busy_timeout_ms``, a PostgreSQL tenant's writer lock past
+    ``postgres.statement_timeout_ms``); nothing was written, and a retry may succeed.
 
-    The message names the host and port, never a password from the URL."""
+    The message names the host and port (or the file), never a password from the URL."""
 
 
 class EmbeddingError(EngramError):

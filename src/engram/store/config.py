@@ -28,7 +28,8 @@ _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")  # a text search configuratio
 class SQLiteConfig:
     """The embedded SQLite store.
 
-    Pragmas: ``busy_timeout_ms`` (how long a writer waits for another's lock),
+    Pragmas: ``busy_timeout_ms`` (how long a writer waits for another's lock,
+    retried with backoff; after it ``Unavailable``: ``store.busy``),
     ``synchronous`` and WAL journaling for a file. ``synchronous`` is ``FULL``: the
     WAL is synced at every commit, so a write once acknowledged survives a power
     loss as well as a process crash (the promise of ``remember``). ``NORMAL`` syncs

@@ -23,7 +23,6 @@ that text (the store checks); the receipt lists what was scanned.
 from __future__ import annotations
 
 import contextlib
-import mmap
 import os
 import sqlite3
 import time
@@ -33,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+
+from engram.store import held_files
 
 __all__ = [
     "MIN_BYTES", "Scrub", "Windows", "checkpoint", "merged", "present", "scrub", "windows",
@@ -113,8 +114,12 @@ def checkpoint(conn: sqlite3.Connection, attempts: int = 5) -> bool:
     return False
 
 
-def present(path: str, wanted: Iterable[bytes]) -> set[bytes]:
-    """Which of ``wanted`` occur in the file at ``path`` (none if it is missing or empty)."""
+def present(path: str, wanted: Iterable[bytes], database: str | None = None) -> set[bytes]:
+    """Which of ``wanted`` occur in the file at ``path`` (none if it is missing or empty).
+
+    ``database``: the SQLite database ``path`` belongs to (itself, its ``-wal`` or
+    ``-shm``), read through a descriptor ``held_files`` keeps open while a store of
+    it is open here: closing one would drop this process's SQLite locks on it."""
     targets = [w for w in wanted if len(w) >= _ANCHOR]
     if not targets or not os.path.exists(path) or os.path.getsize(path) == 0:
         return set()
@@ -122,26 +127,25 @@ def present(path: str, wanted: Iterable[bytes]) -> set[bytes]:
     for w in targets:
         by_anchor.setdefault(int.from_bytes(w[:_ANCHOR], "little"), []).append(w)
     keys = np.array(sorted(by_anchor), dtype=np.uint64)
-    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+    found: set[bytes] = set()
+    for _, block in held_files.chunks(path, database, _CHUNK, _WIDTH + _ANCHOR):
         if len(targets) <= _FIND_UP_TO:
-            return {w for w in targets if data.find(w) >= 0}
-        return _scan(data, keys, by_anchor)
+            found |= {w for w in targets if w not in found and block.find(w) >= 0}
+        else:
+            found |= _scan(block, keys, by_anchor, found)
+    return found
 
 
 def _scan(
-    data: mmap.mmap, keys: NDArray[np.uint64], by_anchor: dict[int, list[bytes]]
+    data: bytes, keys: NDArray[np.uint64], by_anchor: dict[int, list[bytes]], known: set[bytes]
 ) -> set[bytes]:
+    """The windows of ``by_anchor`` (not in ``known``) that occur in one block."""
     found: set[bytes] = set()
-    size, overlap = len(data), _WIDTH + _ANCHOR
-    for start in range(0, size, _CHUNK):
-        block = np.frombuffer(data, dtype=np.uint8, count=min(_CHUNK + overlap, size - start),
-                              offset=start)  # fmt: skip
-        for offset in _candidates(block, keys):
-            at = start + offset
-            anchor = int.from_bytes(data[at : at + _ANCHOR], "little")
-            for w in by_anchor.get(anchor, ()):
-                if w not in found and data[at : at + len(w)] == w:
-                    found.add(w)
+    for at in _candidates(np.frombuffer(data, dtype=np.uint8), keys):
+        anchor = int.from_bytes(data[at : at + _ANCHOR], "little")
+        for w in by_anchor.get(anchor, ()):
+            if w not in found and w not in known and data[at : at + len(w)] == w:
+                found.add(w)
     return found
 
 
@@ -210,7 +214,7 @@ def _residue(path: str, still_held: Callable[[str], bool], wanted: frozenset[byt
     """Names of the files holding a window that no surviving record explains."""
     dirty = set()
     for suffix, name in _FILES:
-        found = present(path + suffix, wanted)
+        found = present(path + suffix, wanted, database=path)
         if any(not still_held(w.decode()) for w in found):
             dirty.add(name)
     return dirty

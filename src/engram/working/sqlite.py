@@ -31,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from engram.errors import InvalidArgument, MigrationError, StoreError
-from engram.store import erasure
+from engram.store import busy, erasure, held_files
 from engram.store.erasure import Scrub
 from engram.store.predicate import NO_AGENT, OwnerSlot, Subject
 from engram.working.base import WorkingItem, WorkingScope
@@ -97,6 +97,9 @@ def _subject(tenant_id: str, user_id: str) -> tuple[str, dict[str, Any]]:
     return Subject(tenant_id, user_id).sql(_TABLE)
 
 
+_LABEL = "working memory: "  # starts the message of a SQLite error here
+
+
 class SQLiteWorking:
     """``WorkingStore`` on a SQLite file (the embedded default)."""
 
@@ -108,6 +111,7 @@ class SQLiteWorking:
             raise StoreError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, got {synchronous!r}")
         self.config = config or WorkingConfig()
         self.path = path
+        self._busy_ms = busy_timeout_ms  # the bound on waiting for the file's write lock
         self._lock = threading.Lock()
         self._next_purge = 0
         try:
@@ -118,8 +122,14 @@ class SQLiteWorking:
             self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
             self._conn.execute("PRAGMA secure_delete = ON")
         except sqlite3.Error as exc:
+            if busy.is_busy(exc):  # another connection held the file past the wait
+                raise busy.locked(path, "opening working memory", busy_timeout_ms / 1000,
+                                  busy_timeout_ms) from exc  # fmt: skip
             raise StoreError(f"cannot open working memory at {path!r}: {exc}") from exc
         self._migrate()
+        self._held = path != ":memory:"  # erasure scans read its files (``held_files``)
+        if self._held:
+            held_files.hold(path)
 
     def _migrate(self) -> None:
         """Apply the pending entries of ``MIGRATIONS`` in one transaction."""
@@ -142,10 +152,8 @@ class SQLiteWorking:
         """One write transaction (BEGIN IMMEDIATE: concurrent writers queue, none
         reads a count another is about to change)."""
         with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise StoreError(f"working memory: SQLite error: {exc}") from exc
+            busy.retrying(lambda: self._conn.execute("BEGIN IMMEDIATE"), self._conn, self.path,
+                          "a working-memory write", self._busy_ms)  # fmt: skip
             try:
                 yield self._conn
                 self._conn.execute("COMMIT")
@@ -153,7 +161,8 @@ class SQLiteWorking:
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise StoreError(f"working memory: SQLite error: {exc}") from exc
+                    raise busy.failure(exc, self.path, "a working-memory write",
+                                       self._busy_ms, _LABEL) from exc  # fmt: skip
                 raise
 
     def _read(self, sql: str, params: dict[str, Any]) -> list[tuple[str, str, int, int]]:
@@ -161,7 +170,8 @@ class SQLiteWorking:
             try:
                 return self._conn.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
-                raise StoreError(f"working memory: SQLite error: {exc}") from exc
+                raise busy.failure(exc, self.path, "a working-memory read", self._busy_ms,
+                                   _LABEL) from exc  # fmt: skip
 
     def _purge(self, conn: sqlite3.Connection, scope: WorkingScope, now_us: int) -> None:
         """Delete the scope's expired items, and now and then every scope's."""
@@ -277,6 +287,9 @@ class SQLiteWorking:
         """Close the connection; the working memory is unusable afterwards."""
         with self._lock:
             self._conn.close()
+            if self._held:
+                self._held = False
+                held_files.release(self.path)
 
 
 def _item(row: tuple[str, str, int, int], scope: WorkingScope) -> WorkingItem:

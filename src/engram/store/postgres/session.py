@@ -48,7 +48,7 @@ from psycopg_pool import ConnectionPool
 
 from engram.errors import StoreError
 from engram.store.postgres.config import PostgresConfig
-from engram.store.postgres.errors import Server, mapped
+from engram.store.postgres.errors import Server, StatementTimeout, mapped
 from engram.store.postgres.sql import Query
 from engram.store.postgres.unit import Unit
 
@@ -59,6 +59,18 @@ LOCKS = "SELECT pg_advisory_xact_lock(hashtextextended(n, 0)) FROM unnest(%(name
 
 Conn = psycopg.Connection[Any]
 Tracer = Callable[[str, Mapping[str, Any]], None]
+
+
+def _held_locks(names: list[str]) -> str:
+    """The locks of ``names`` in words: a tenant's writer lock names the tenant."""
+    words = []
+    for name in names:
+        parsed = json.loads(name) if name.startswith("[") else None
+        if isinstance(parsed, list) and parsed[:1] == ["engram:tenant"] and len(parsed) == 2:
+            words.append(f"tenant {parsed[1]!r}'s writer lock")
+        else:
+            words.append(f"the lock {name!r}")
+    return ", ".join(words)
 
 
 def _text(query: Any) -> str:
@@ -188,7 +200,15 @@ class Session:
         if not names:
             return
         try:
-            conn.execute(LOCKS, {"names": names}).fetchall()
+            with mapped(self.server, "taking a writer lock"):
+                conn.execute(LOCKS, {"names": names}).fetchall()
+        except StatementTimeout as exc:
+            unit.pending = names + unit.pending
+            raise StatementTimeout(
+                f"{exc}: another transaction held {_held_locks(names)} longer than"
+                f" postgres.statement_timeout_ms = {self.config.statement_timeout_ms}."
+                " Nothing was written: retry later, or raise statement_timeout_ms"
+            ) from None
         except BaseException:
             unit.pending = names + unit.pending
             raise

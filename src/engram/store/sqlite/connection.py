@@ -6,7 +6,9 @@ through ``_run`` (writes, on the writer connection under the store lock) and
 ``tracer`` hook sees each with its parameters, which lets tests pin what each
 call emits. ``transaction`` is ``BEGIN IMMEDIATE`` at the outside (SQLite admits
 one writer at a time, which is what makes ``Store.lock_slot`` a no-op here) and
-a savepoint when nested. Migrations run when the store opens.
+a savepoint when nested. Migrations run when the store opens. Waiting for
+another connection's lock is bounded (``store.busy``): past
+``busy_timeout_ms`` the caller gets ``Unavailable``, never "database is locked".
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 from urllib.parse import quote
 
 from engram.errors import MigrationError, StoreError
+from engram.store import busy, held_files
 from engram.store.config import SQLiteConfig
 from engram.store.rows import record_from_values
 from engram.store.sqlite import statements
@@ -69,14 +73,24 @@ class Connection:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open SQLite database at {path!r}: {exc}") from exc
         self._conn.row_factory = sqlite3.Row
-        self._configure()
-        self._migrate()
+        try:
+            self._configure()
+            self._migrate()
+        except BaseException:  # a failed open (a lock never freed) keeps no connection
+            self._conn.close()
+            raise
+        self._held = is_plain_file(path)  # erasure scans read its files (``held_files``)
+        if self._held:
+            held_files.hold(path)
 
     # -- opening ----------------------------------------------------------------
 
     def _configure(self) -> None:
+        """The writer's pragmas; switching to WAL waits out another connection's lock
+        (``busy.retrying``) instead of failing the open."""
         for sql in statements.pragmas(self.settings, wal=self.path != ":memory:"):
-            self._conn.execute(sql)
+            busy.retrying(partial(self._conn.execute, sql), self._conn, self.path,
+                          "opening the store", self.settings.busy_timeout_ms)  # fmt: skip
 
     def _migrate(self) -> None:
         """Apply pending migrations. An up-to-date database is only read, so opening a
@@ -124,7 +138,7 @@ class Connection:
             try:
                 self._conn.executemany(sql, rows)
             except sqlite3.Error as exc:
-                raise StoreError(f"SQLite error: {exc}") from exc
+                raise self._failure(exc, "a bulk write") from exc
 
     def _execute(
         self, conn: sqlite3.Connection, sql: str, params: Mapping[str, Any] | None,
@@ -141,17 +155,32 @@ class Connection:
                 cursor.row_factory = None
             return cursor.execute(sql, bound)
         except sqlite3.Error as exc:
-            raise StoreError(f"SQLite error: {exc}") from exc
+            raise self._failure(exc, "a statement") from exc
+
+    def _failure(self, exc: sqlite3.Error, doing: str) -> StoreError:
+        return busy.failure(exc, self.path, doing, self.settings.busy_timeout_ms)
 
     def _rows(self, query: statements.Query, plain: bool = False) -> list[Any]:
+        """All rows of a read; a read refused by a lock is tried again (``busy``)."""
         reader = self._reader()
-        try:
-            if reader is None:
-                with self._lock:
-                    return self._execute(self._conn, *query, plain).fetchall()
-            return self._execute(reader, *query, plain).fetchall()
-        except sqlite3.Error as exc:
-            raise StoreError(f"SQLite error: {exc}") from exc
+        if reader is None:
+            with self._lock:
+                return self._read_rows(self._conn, query, plain)
+        return self._read_rows(reader, query, plain)
+
+    def _read_rows(self, conn: sqlite3.Connection, query: statements.Query,
+                   plain: bool) -> list[Any]:  # fmt: skip
+        sql, params = query
+        if self.tracer is not None:
+            self.tracer(sql, params)
+
+        def attempt() -> list[Any]:
+            cursor = conn.cursor()
+            if plain:
+                cursor.row_factory = None
+            return cursor.execute(sql, params).fetchall()
+
+        return busy.retrying(attempt, conn, self.path, "a read", self.settings.busy_timeout_ms)
 
     def _records(self, query: statements.Query) -> list[Record]:
         return [record_from_values(row) for row in self._rows(query, plain=True)]
@@ -209,7 +238,10 @@ class Connection:
         """One atomic unit: BEGIN IMMEDIATE at the outside, a SAVEPOINT when nested."""
         with self._lock:
             depth = self._depth
-            self._run("BEGIN IMMEDIATE" if depth == 0 else f"SAVEPOINT sp{depth}")
+            if depth == 0:
+                self._begin()
+            else:
+                self._run(f"SAVEPOINT sp{depth}")
             self._depth += 1
             self._owner = threading.get_ident()
             try:
@@ -233,6 +265,14 @@ class Connection:
                     self._owner = None
                     self._after_commit.clear()
 
+    def _begin(self) -> None:
+        """``BEGIN IMMEDIATE``: take the file's write lock, waiting at most
+        ``busy_timeout_ms`` for another connection's (then ``Unavailable``)."""
+        if self.tracer is not None:
+            self.tracer("BEGIN IMMEDIATE", {})
+        busy.retrying(lambda: self._conn.execute("BEGIN IMMEDIATE"), self._conn, self.path,
+                      "a write transaction", self.settings.busy_timeout_ms)  # fmt: skip
+
     def _rollback(self, depth: int) -> None:
         if depth == 0:
             if self._conn.in_transaction:
@@ -249,6 +289,9 @@ class Connection:
                 holder.conn.close()
             self._readers.clear()
             self._conn.close()
+        if self._held:
+            self._held = False
+            held_files.release(self.path)
 
 
 def _split(script: str) -> list[str]:
