@@ -107,6 +107,10 @@ class AsgiClient:
         """``POST path``."""
         return self.loop.run_until_complete(self.client.post(path, **kwargs))
 
+    def put(self, path: str, **kwargs: Any) -> Any:
+        """``PUT path``."""
+        return self.loop.run_until_complete(self.client.put(path, **kwargs))
+
     def close(self) -> None:
         """Close the client and its loop."""
         self.loop.run_until_complete(self.client.aclose())
