@@ -20,6 +20,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,9 +133,9 @@ def steer(case: Any, seeded: Seeded, pick: Any) -> None:
             container["user_id"] = user
 
 
-def fuzz(operation: Any, mode: GenerationMode, seeded: Seeded) -> None:
+def fuzz(operation: Any, mode: GenerationMode, seeded: Seeded, statuses: Counter[int]) -> None:
     """``EXAMPLES`` generated cases of one operation, each with a random key of
-    ``acme``; the first failure raises."""
+    ``acme``; the first failure raises. ``statuses`` counts the answers."""
     picks = st.tuples(st.sampled_from([None, *seeded.ids]), st.sampled_from([None, "u1"]))
     keys = st.sampled_from(sorted(seeded.keys))
 
@@ -143,7 +145,9 @@ def fuzz(operation: Any, mode: GenerationMode, seeded: Seeded) -> None:
     def run(case: Any, pick: Any, key: str) -> None:
         steer(case, seeded, pick)
         headers = {"Authorization": f"Bearer {seeded.keys[key]}"}
-        case.call_and_validate(headers=headers, checks=CHECKS)
+        response = case.call(headers=headers)
+        statuses[response.status_code] += 1
+        case.validate_response(response, checks=CHECKS)
 
     run()
 
@@ -161,14 +165,36 @@ def test_fuzzed_requests_conform_and_never_touch_another_tenant(
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 20
-    failed = []
+    failed, statuses = [], Counter[int]()
+    started = time.perf_counter()
     for operation in operations:
         try:
-            fuzz(operation, mode, seeded)
+            fuzz(operation, mode, seeded, statuses)
         except Unsatisfiable:  # no input to make invalid (GET /healthz)
             assert mode == GenerationMode.NEGATIVE, operation.path
         except Exception as exc:  # every operation runs; all failures are reported
             failed.append(f"{operation.method.upper()} {operation.path}: {exc}")
+    after = tenant_digest(mem, OTHER)[0]
+    record(shared_url, mode, len(operations), statuses, failed, before == after,
+           time.perf_counter() - started)  # fmt: skip
     assert failed == [], "\n\n".join(failed)
-    assert tenant_digest(mem, OTHER)[0] == before
+    assert after == before
     assert mem.audit_verify().ok
+
+
+def record(url: str, mode: GenerationMode, operations: int, statuses: Counter[int],
+           failed: list[str], untouched: bool, seconds: float) -> None:  # fmt: skip
+    """Print what the run sent and got; with ``ENGRAM_FUZZ_RESULTS`` set, also keep it
+    in that JSON file (one entry per backend and mode: the large run's numbers)."""
+    run = {"backend": url.split(":", 1)[0], "mode": mode.value, "examples": EXAMPLES,
+           "operations": operations, "cases": sum(statuses.values()),
+           "statuses": {str(k): v for k, v in sorted(statuses.items())},
+           "server_errors": sum(v for k, v in statuses.items() if k >= 500),
+           "failures": failed, "other_tenant_untouched": untouched,
+           "seconds": round(seconds, 1)}  # fmt: skip
+    print(json.dumps(run))
+    path = os.environ.get("ENGRAM_FUZZ_RESULTS")
+    if path:
+        kept = json.loads(Path(path).read_text()) if Path(path).exists() else {}
+        kept[f"{run['backend']}-{run['mode']}"] = run
+        Path(path).write_text(json.dumps(kept, indent=2, sort_keys=True) + "\n")
