@@ -213,7 +213,8 @@ def _judge(world: World, op: str, caller: Caller, arg: str | None, answer: Answe
     elif op == "recall":
         traces[answer.body["trace_id"]] = caller
     elif op == "trace" and arg is not None:
-        expect = "ok" if traces.get(arg) == caller else "missing"
+        recaller = traces.get(arg)
+        expect = "ok" if recaller is not None and recaller.same_view(caller) else "missing"
         if answer.kind != expect:
             return f"trace by {traces.get(arg)} read by another: {answer.kind}"
     return None

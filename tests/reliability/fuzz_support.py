@@ -91,6 +91,12 @@ class Caller:
     agent: str | None = None
     project: str | None = None
 
+    def same_view(self, other: Caller) -> bool:
+        """Whether both identities resolve to one visibility (a blank agent or project
+        id is none at all, as ``scope.resolve`` has it)."""
+        return (self.tenant, self.user, self.agent or None, self.project or None) == (
+            other.tenant, other.user, other.agent or None, other.project or None)  # fmt: skip
+
     def context(self) -> Context:
         """The SDK context of this identity."""
         return Context(tenant_id=self.tenant, user_id=self.user, agent_id=self.agent,
