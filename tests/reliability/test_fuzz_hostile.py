@@ -117,9 +117,9 @@ def _two_users(mem: Engram) -> tuple[Context, set[str]]:
     """Matching memories of a caller, of another user and of another tenant; the
     caller and the ids it may see (its own and its tenant's global one)."""
     me = Context(tenant_id="acme", user_id="u1")
+    others = (Context(tenant_id="acme", user_id="u2"), Context(tenant_id="Acme", user_id="u1"))
     mine = set()
-    for ctx in (me, Context(tenant_id="acme", user_id="u2"), Context(tenant_id="Acme",
-                                                                      user_id="u1")):  # fmt: skip
+    for ctx in (me, *others):
         for text in ("The editor falcon theme is dark.", "My editor is Vim; falcon OR not."):
             result = mem.remember(ctx, f"{text} ({ctx.tenant_id}/{ctx.user_id})", type="fact")
             assert result.record is not None
