@@ -41,6 +41,8 @@ HOSTILE = [
     "**Bold** and [a link](javascript:window.__pwned=4) in markdown: CI runs on Fridays.",
     '<b id="injected">bold</b> <iframe id="framed" src="javascript:window.__pwned=5"></iframe>'
     " Standups are at ten.",
+    '<details open ontoggle="alert(7)"><summary>x</summary></details>'
+    '<a href="javascript:alert(8)">docs</a> Lunch is at noon.',
 ]
 # Records the page's CSP violations (init scripts run before the page's own script).
 VIOLATIONS = """
@@ -174,9 +176,15 @@ class Ui:
         self.shots = shots
         self.console: list[str] = []
         self.errors: list[str] = []
+        self.dialogs: list[str] = []  # alert/confirm/prompt: a payload that ran would open one
+        page.on("dialog", self._dialog)
         page.on("console", lambda message: self.console.append(f"{message.type}: {message.text}"))
         page.on("pageerror", lambda error: self.errors.append(str(error)))
         page.add_init_script(VIOLATIONS)
+
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
 
     def open(self) -> None:
         """Load the page (through the ``/ui`` redirect)."""
@@ -209,8 +217,10 @@ class Ui:
         return path
 
     def assert_clean(self) -> None:
-        """Nothing hostile ran: no payload's global, no CSP violation, no page error."""
+        """Nothing hostile ran: no payload's global, no dialog, no CSP violation, no page
+        error."""
         assert self.page.evaluate("() => window.__pwned") is None
+        assert self.dialogs == []
         assert self.page.evaluate("() => window.__violations") == []
         assert not [line for line in self.console if "Content Security Policy" in line]
         assert self.errors == []

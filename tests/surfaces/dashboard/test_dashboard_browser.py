@@ -255,7 +255,8 @@ def test_hostile_memories_render_as_inert_text_on_every_screen(ui: Ui, dash: Das
     dom = page.evaluate(
         """() => ({scripts: [...document.scripts].map(s => s.getAttribute("src")),
                    injected: document.querySelectorAll(
-                     "#injected, #framed, #svg, iframe, svg, img, memory, memories, system, b, a"
+                     "#injected, #framed, #svg, iframe, svg, img, memory, memories, system, b, a,"
+                     + " details"
                    ).length})"""
     )
     assert dom == {"scripts": ["app.js"], "injected": 0}

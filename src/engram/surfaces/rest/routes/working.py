@@ -1,10 +1,19 @@
-"""Working memory of one session or task: set, get, list, delete, clear, with a TTL."""
+"""Working memory of one session or task: set, get, list, delete, clear, with a TTL.
+
+An item's key is the rest of the path, any characters (``{key:engram_key}``).
+Starlette's own ``path`` convertor (``.*``) stops at a line break, and its route
+pattern ends in ``$``, which matches before a final one: ``PUT /v1/working/step%0A``
+would have set ``step``, and a key with a line break inside had no route (an
+undocumented 404). This convertor takes every character, so such a key reaches
+the working-memory checks and is refused as the SDK refuses it (422).
+"""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
+from starlette.convertors import PathConvertor, register_url_convertor
 
 from engram.errors import NotFound
 from engram.surfaces.rest.auth import Caller, Mem
@@ -18,14 +27,22 @@ from engram.surfaces.rest.views import (
     working_view,
 )
 
-__all__ = ["router"]
+__all__ = ["KeyConvertor", "router"]
 
+
+class KeyConvertor(PathConvertor):
+    """The rest of the path, line breaks included (``re.DOTALL``)."""
+
+    regex = "(?s:.*)"
+
+
+register_url_convertor("engram_key", KeyConvertor())
 router = APIRouter(prefix="/v1/working", tags=["working"])
 Key = Annotated[str, Path(max_length=200, description="The item's key.")]
 SCOPED = problems(401, 403, 422, 500, 503)
 
 
-@router.put("/{key:path}", response_model=WorkingItemOut,
+@router.put("/{key:engram_key}", response_model=WorkingItemOut,
             responses=problems(400, 401, 403, 413, 415, 422, 500, 503))  # fmt: skip
 def set_item(key: Key, body: WorkingSetBody, caller: Caller, mem: Mem) -> Response:
     """Store a JSON value under ``key`` (replacing it) for ``ttl_seconds`` (default 24 h)."""
@@ -33,7 +50,7 @@ def set_item(key: Key, body: WorkingSetBody, caller: Caller, mem: Mem) -> Respon
     return reply(working_view(handle.set(key, body.value, body.ttl_seconds)))
 
 
-@router.get("/{key:path}", response_model=WorkingItemOut,
+@router.get("/{key:engram_key}", response_model=WorkingItemOut,
             responses=problems(401, 403, 404, 422, 500, 503))  # fmt: skip
 def get_item(key: Key, query: Annotated[WorkingQuery, Query()], caller: Caller,
              mem: Mem) -> Response:  # fmt: skip
@@ -52,7 +69,7 @@ def list_items(query: Annotated[WorkingQuery, Query()], caller: Caller,
     return reply({"items": [working_view(item) for item in items]})
 
 
-@router.delete("/{key:path}", response_model=RemovedOut, responses=SCOPED)
+@router.delete("/{key:engram_key}", response_model=RemovedOut, responses=SCOPED)
 def delete_item(key: Key, query: Annotated[WorkingQuery, Query()], caller: Caller,
                 mem: Mem) -> Response:  # fmt: skip
     """Remove ``key``; ``removed`` is 1 when a live item was removed, else 0."""
