@@ -31,7 +31,8 @@ from engram.engram import Engram
 from engram.surfaces.dashboard import dashboard_app, redirect_to
 from engram.surfaces.principal import Authenticator
 from engram.surfaces.rest.limits import BodyLimit
-from engram.surfaces.rest.problems import Problem, install
+from engram.surfaces.rest.problems import Problem, install, problems
+from engram.surfaces.rest.ratelimit import TokenBuckets
 from engram.surfaces.rest.routes import ROUTERS
 from engram.surfaces.rest.schemas import ImportBody
 from engram.surfaces.rest.settings import RestSettings
@@ -54,8 +55,22 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
             definitions = model.model_json_schema(ref_template="#/components/schemas/{model}")
             components.update(definitions.pop("$defs", {}))
             components[model.__name__] = definitions
+        _declare_rate_limit(schema)
         app.openapi_schema = schema
     return app.openapi_schema
+
+
+def _declare_rate_limit(schema: dict[str, Any]) -> None:
+    """Declare the 429 (and its ``Retry-After``) on every route an API key calls: the
+    rate limit sits in the authentication every ``/v1`` route shares."""
+    declared = problems(429)[429]
+    retry = {"Retry-After": {"description": "seconds until the key may call again",
+                             "schema": {"type": "integer", "minimum": 1}}}  # fmt: skip
+    for path, operations in schema.get("paths", {}).items():
+        if not path.startswith("/v1/"):
+            continue
+        for operation in operations.values():
+            operation.setdefault("responses", {})["429"] = {**declared, "headers": retry}
 
 
 def _mcp_endpoint(mem: Engram, auth: Authenticator, settings: RestSettings) -> McpEndpoint | None:
@@ -96,6 +111,8 @@ def create_app(mem: Engram, auth: Authenticator, settings: RestSettings | None =
     app.state.engram = mem
     app.state.authenticator = auth
     app.state.settings = chosen
+    app.state.limiter = (TokenBuckets(chosen.rate_limit, chosen.rate_burst)
+                         if chosen.rate_limit > 0 else None)  # fmt: skip
     app.state.mcp = endpoint
     for router in ROUTERS:
         app.include_router(router)

@@ -1,0 +1,149 @@
+"""Embedder deadlines: a hung model makes recall ``partial``, never slow or failed, and
+makes a write fail clearly with nothing stored.
+
+Two hung models: a local one (``SlowEmbedder``: sleeps in ``embed``) and a remote
+one (an OpenAI-compatible server on loopback that waits before answering). A
+recall past ``RecallConfig.embed_timeout_seconds`` answers from its key and
+lexical channels, with the vector channel naming ``EmbeddingTimeout``; a write
+past ``WritePolicy.embed_timeout_seconds`` raises ``EmbeddingTimeout`` (503 on
+REST) and the store holds what it held. When the model answers again, so does
+Engram, without being reopened.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from limits_support import SlowEmbedder, fake_model_server, is_problem, rest
+
+from backends import table_rows
+from engram import Config, Context, Engram
+from engram.config import RecallConfig, WritePolicy
+from engram.embed import OpenAIEmbedder
+from engram.embed.deadline import MAX_PENDING, embed_within, pending
+from engram.embed.hashing import HashingEmbedder
+from engram.errors import EmbeddingTimeout
+from engram.surfaces.rest.settings import RestSettings
+
+CTX = Context(tenant_id="acme", user_id="u1", agent_id="coder")
+BODY = {"user_id": "u1", "agent_id": "coder"}
+IMPATIENT = Config(recall=RecallConfig(embed_timeout_seconds=0.3),
+                   write=WritePolicy(embed_timeout_seconds=0.3))  # fmt: skip
+
+
+def _seed(mem: Engram) -> None:
+    mem.remember(CTX, "The build tool is Gradle.", type="preference", key="build.tool",
+                 value="gradle")  # fmt: skip
+    mem.remember(CTX, "The staging database is restored every Sunday night.")
+
+
+def _degraded(mem: Engram) -> None:
+    """A recall while the model hangs: partial, quick, key and lexical still answering."""
+    started = time.monotonic()
+    result = mem.recall(CTX, "when is the staging database restored?")
+    assert time.monotonic() - started < 2.0
+    assert result.status.value == "partial"
+    channels = result.trace.channels
+    assert channels["vector"].error == "EmbeddingTimeout"
+    assert channels["key"].error is None
+    assert channels["key"].count >= 1
+    assert channels["lexical"].error is None
+    assert channels["lexical"].count >= 1
+    assert "Sunday night" in result.prompt
+
+
+def _audit(mem: Engram) -> int:
+    mem.flush()
+    return len(table_rows(mem.store, "audit"))
+
+
+def test_a_hung_local_model_degrades_recall_and_refuses_writes(
+    store_url: str, open_mem: Callable[..., Engram]
+) -> None:
+    model = SlowEmbedder(delay=3.0)
+    mem = open_mem(store_url, embedder=model, config=IMPATIENT)
+    _seed(mem)
+    before, audit = mem.list(CTX, limit=100), _audit(mem)
+    model.slow.set()
+    _degraded(mem)
+    with pytest.raises(EmbeddingTimeout, match=r"did not answer within 0\.3 s"):
+        mem.remember(CTX, "The deploy window is Tuesday.")
+    with pytest.raises(EmbeddingTimeout):
+        mem.remember_many(CTX, [{"content": f"Queue {i} drains hourly."} for i in range(3)])
+    assert mem.list(CTX, limit=100) == before
+    assert _audit(mem) == audit
+    model.slow.clear()  # the model answers again: so does Engram, not reopened
+    assert mem.remember(CTX, "The deploy window is Tuesday.").operation.value == "ADD"
+    assert mem.recall(CTX, "when is the deploy window?").status.value == "ok"
+
+
+def test_a_hung_remote_model_degrades_recall_on_rest(tmp_path: Path) -> None:
+    dimension = HashingEmbedder().dimension
+    with fake_model_server() as server:
+        model = OpenAIEmbedder(server.url, "fake", dimension=dimension, timeout=30)
+        mem = Engram.open(f"sqlite:///{tmp_path / 'remote.db'}", embedder=model,
+                          config=IMPATIENT)  # fmt: skip
+        try:
+            _seed(mem)
+            with rest(mem, tmp_path, RestSettings(mcp_path=None)) as api:
+                server.delay = 3.0
+                _degraded(mem)
+                answer = api.call(
+                    "POST",
+                    "/v1/recall",
+                    json={**BODY, "query": "when is the staging database restored?"},
+                )
+                assert answer.status_code == 200
+                assert answer.json()["status"] == "partial"
+                assert "Sunday night" in answer.json()["prompt"]
+                refused = api.call(
+                    "POST",
+                    "/v1/memories",
+                    json={**BODY, "content": "The deploy window is Tuesday."},
+                )
+                problem = is_problem(refused, 503)
+                assert problem["type"] == "/problems/embedding-error"
+                assert "0.3 s" in problem["detail"]
+                assert len(mem.list(CTX, limit=100)) == 2
+                server.delay = 0.0
+                again = api.call(
+                    "POST",
+                    "/v1/memories",
+                    json={**BODY, "content": "The deploy window is Tuesday."},
+                )
+                assert again.status_code == 200
+                assert len(mem.list(CTX, limit=100)) == 3
+        finally:
+            mem.close()
+
+
+def test_abandoned_calls_are_bounded() -> None:
+    """A model that never answers holds at most MAX_PENDING threads; later calls fail
+    at once instead of starting more."""
+    model = SlowEmbedder(delay=1.5)
+    model.slow.set()
+    baseline = pending()
+    for _ in range(MAX_PENDING - baseline):
+        with pytest.raises(EmbeddingTimeout):
+            embed_within(model, ["x"], 0.001)
+    started = time.monotonic()
+    with pytest.raises(EmbeddingTimeout, match="still running"):
+        embed_within(model, ["x"], 5.0)
+    assert time.monotonic() - started < 0.5
+    assert pending() == MAX_PENDING
+    deadline = time.monotonic() + 10
+    while pending() > baseline and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pending() == baseline
+    model.slow.clear()
+    assert embed_within(model, ["x"], 5.0).shape == (1, model.dimension)
+
+
+def test_no_deadline_calls_the_model_directly_and_errors_pass_through() -> None:
+    model = HashingEmbedder()
+    assert embed_within(model, ["x"], None).shape == (1, model.dimension)
+    with pytest.raises(Exception, match="str"):
+        embed_within(model, "not a list", 1.0)  # type: ignore[arg-type]
