@@ -4,7 +4,8 @@
   ``slow`` is set (a local model stuck behind a lock);
 * ``FakeModelServer``: an OpenAI-compatible ``/v1/embeddings`` and
   ``/v1/chat/completions`` server on loopback that waits ``delay`` seconds before
-  each answer (a remote model that accepts the connection and hangs);
+  each answer (a remote model that accepts the connection and hangs), or sends it
+  one byte at a time (``trickle``: each read is quick, the answer never ends);
 * ``PrivateRedis`` and ``PrivatePostgres``: servers of the test's own, on their
   own port or socket, that a test stops and starts again (never the shared ones);
 * ``rest``: a REST app over an Engram with real keys, in process.
@@ -12,6 +13,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -23,6 +25,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,8 @@ from numpy.typing import NDArray
 from engram import Engram
 from engram.embed.base import Wrapped
 from engram.embed.hashing import HashingEmbedder
+from engram.ids import new_id
+from engram.types import Authority, Record, Retention, Sensitivity, Source, Status, Tier
 
 __all__ = [
     "FakeModelServer",
@@ -41,10 +46,26 @@ __all__ = [
     "PrivateRedis",
     "Rest",
     "SlowEmbedder",
+    "episode",
     "free_port",
     "missing",
     "rest",
 ]
+
+
+def episode(content: str) -> Record:
+    """A plain active episode of tenant acme, user u1 (for a summariser on its own)."""
+    at = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
+    return Record(
+        id=new_id(), tenant_id="acme", user_id="u1", agent_id="coder", scope="user",
+        tier=Tier.EPISODIC, type="episode", key=None, value=None, content=content,
+        authority=Authority.EXPLICIT_USER, confidence=1.0, source=Source(), observed_at=at,
+        valid_from=None, valid_to=None, created_at=at, updated_at=at, status=Status.ACTIVE,
+        version=1, supersedes=None, superseded_by=None, sensitivity=Sensitivity.LOW,
+        purpose=None, consent_basis=None, retention=Retention.LONG_TERM, expires_at=None,
+        importance=0.5, access_count=0, last_accessed_at=None, private=False,
+        embedding_model=None, content_hash=hashlib.sha256(content.encode()).hexdigest(),
+    )  # fmt: skip
 
 
 def missing(reason: str) -> None:
@@ -84,6 +105,7 @@ class FakeModelServer:
     delay: float = 0.0
     url: str = ""
     requests: int = 0
+    trickle: float = 0.0  # > 0: the answer is sent one byte every this many seconds
 
 
 def _handler(state: FakeModelServer) -> type[BaseHTTPRequestHandler]:
@@ -106,7 +128,12 @@ def _handler(state: FakeModelServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
-                self.wfile.write(payload)
+                if not state.trickle:
+                    self.wfile.write(payload)
+                for byte in payload if state.trickle else b"":
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(state.trickle)
             except OSError:  # the client stopped waiting
                 pass
 
@@ -240,7 +267,7 @@ def rest(mem: Engram, tmp: Path, settings: Any = None) -> Iterator[Rest]:
 
 def is_problem(response: Any, status: int) -> dict[str, Any]:
     """The problem+json body of ``response``, checked to be ``status``."""
-    assert response.status_code == status, response.text
+    assert response.status_code == status, response.text[:500]
     assert response.headers["content-type"] == "application/problem+json"
     body: dict[str, Any] = response.json()
     assert body["status"] == status

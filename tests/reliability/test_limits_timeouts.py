@@ -17,16 +17,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from limits_support import SlowEmbedder, fake_model_server, is_problem, rest
+from limits_support import SlowEmbedder, episode, fake_model_server, is_problem, rest
 
 from backends import table_rows
-from engram import Config, Context, Engram
+from engram import Config, Context, Engram, EngramError
 from engram.config import RecallConfig, WritePolicy
 from engram.embed import OpenAIEmbedder
 from engram.embed.deadline import MAX_PENDING, embed_within, pending
 from engram.embed.hashing import HashingEmbedder
 from engram.errors import EmbeddingTimeout
+from engram.lifecycle.consolidate import LLMSummariser
 from engram.surfaces.rest.settings import RestSettings
+from engram.types import Turn
+from engram.write.propose import LLMProposer
 
 CTX = Context(tenant_id="acme", user_id="u1", agent_id="coder")
 BODY = {"user_id": "u1", "agent_id": "coder"}
@@ -120,24 +123,29 @@ def test_a_hung_remote_model_degrades_recall_on_rest(tmp_path: Path) -> None:
             mem.close()
 
 
+def _settled() -> None:
+    deadline = time.monotonic() + 10
+    while pending() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pending() == 0
+
+
 def test_abandoned_calls_are_bounded() -> None:
     """A model that never answers holds at most MAX_PENDING threads; later calls fail
     at once instead of starting more."""
+    _settled()  # calls earlier tests abandoned finish first
     model = SlowEmbedder(delay=1.5)
     model.slow.set()
-    baseline = pending()
-    for _ in range(MAX_PENDING - baseline):
+    for _ in range(MAX_PENDING):
         with pytest.raises(EmbeddingTimeout):
             embed_within(model, ["x"], 0.001)
     started = time.monotonic()
-    with pytest.raises(EmbeddingTimeout, match="still running"):
+    with pytest.raises(EmbeddingTimeout) as caught:
         embed_within(model, ["x"], 5.0)
     assert time.monotonic() - started < 0.5
+    assert "still running" in " ".join(caught.value.__notes__)
     assert pending() == MAX_PENDING
-    deadline = time.monotonic() + 10
-    while pending() > baseline and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert pending() == baseline
+    _settled()  # every abandoned call ended: none leaks
     model.slow.clear()
     assert embed_within(model, ["x"], 5.0).shape == (1, model.dimension)
 
@@ -147,3 +155,25 @@ def test_no_deadline_calls_the_model_directly_and_errors_pass_through() -> None:
     assert embed_within(model, ["x"], None).shape == (1, model.dimension)
     with pytest.raises(Exception, match="str"):
         embed_within(model, "not a list", 1.0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mode", ["hang", "trickle"])
+def test_llm_calls_are_bounded_for_the_whole_answer(mode: str) -> None:
+    """A socket timeout bounds each read; a server that trickles its answer one byte at
+    a time never trips it. The LLM proposer and summariser bound the whole answer."""
+    turns = [Turn(role="user", text="I moved the build to Gradle last week.")]
+    episodes = [episode("We moved the build to Gradle.")]
+    with fake_model_server() as server:
+        if mode == "hang":
+            server.delay = 3.0
+        else:
+            server.trickle = 0.1  # each byte well inside the timeout
+        for call, words in (
+            (lambda: LLMProposer(server.url, "fake", timeout=0.5).propose(turns), "proposer"),
+            (lambda: LLMSummariser(server.url, "fake", timeout=0.5).summarise(episodes, 500),
+             "summariser"),
+        ):  # fmt: skip
+            started = time.monotonic()
+            with pytest.raises(EngramError, match=rf"LLM {words}: .*within 0\.5 s"):
+                call()
+            assert time.monotonic() - started < 1.5
