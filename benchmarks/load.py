@@ -14,8 +14,9 @@ so the cached store never changes. The traffic (``load_traffic.py``) is 80 %
    recall p99 under load to unloaded recall p95 (target <= 3);
 4. soak (``--soak-minutes``, default 10; 0 skips it): the same load, writes cycling
    through 500 contents (CONFIRMs after the first pass, so the data stops growing),
-   the server's RSS sampled every ``--sample-seconds``; reports the least-squares
-   slope after the first minute (MB a minute) and the growth it fits over the soak.
+   after ``--soak-warmup-minutes`` (2) of it unsampled; the server's RSS and thread
+   count sampled every ``--sample-seconds``; reports the least-squares slope (MB a
+   minute) and the growth it fits over the soak.
 
 Every phase has a deadline and the server is stopped at the end, whatever happens.
 Any 5xx or lost connection is counted (target: none). Usage::
@@ -47,12 +48,23 @@ from rest import USER, build_store, server
 RESULTS = REPO / "benchmarks" / "results"
 
 
+def _status(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} for process {pid}")
+
+
 def rss_mb(pid: int) -> float:
     """The resident set size of process ``pid`` in MiB (``/proc``)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no VmRSS for process {pid}")
+    return _status(pid, "VmRSS") / 1024
+
+
+def threads(pid: int) -> int:
+    """How many threads process ``pid`` runs (each server thread reads SQLite on a
+    connection of its own, with its own page cache: RSS that follows threads is not
+    a leak)."""
+    return _status(pid, "Threads")
 
 
 class RssSampler:
@@ -61,6 +73,7 @@ class RssSampler:
     def __init__(self, pid: int, every: float) -> None:
         self.pid, self.every = pid, every
         self.samples: list[tuple[float, float]] = []
+        self.threads: list[int] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._start = time.monotonic()
@@ -68,6 +81,7 @@ class RssSampler:
     def _run(self) -> None:
         while not self._stop.is_set():
             self.samples.append((time.monotonic() - self._start, rss_mb(self.pid)))
+            self.threads.append(threads(self.pid))
             self._stop.wait(self.every)
 
     def __enter__(self) -> RssSampler:
@@ -123,11 +137,15 @@ def _phases(args: argparse.Namespace, url: str, key: str, pid: int,
     if args.soak_minutes > 0:
         seconds = args.soak_minutes * 60
         soak_mix = Mix(USER, queries, fresh=False, seed=6)
+        warm = args.soak_warmup_minutes * 60  # the same load, unsampled: caches fill first
+        out["soak_warmup"] = summary(open_loop(url, key, soak_mix, rate, warm)[0], warm)
         with RssSampler(pid, args.sample_seconds) as sampler:
             soaked, dropped = open_loop(url, key, soak_mix, rate, seconds)
+        rss = slope(sampler.samples, skip_s=0.0)
+        rss["threads"] = [min(sampler.threads), max(sampler.threads)]
+        rss["thread_series"] = sampler.threads
         out["soak"] = {**summary(soaked, seconds), "seconds": seconds, "abandoned": dropped,
-                       "offered_per_s": round(rate, 1),
-                       "rss": slope(sampler.samples, skip_s=min(60.0, seconds / 5))}  # fmt: skip
+                       "offered_per_s": round(rate, 1), "rss": rss}  # fmt: skip
     out["rss_end_mb"] = round(rss_mb(pid), 1)
     return out
 
@@ -151,7 +169,8 @@ def _report(result: dict[str, Any], args: argparse.Namespace) -> None:
         rss = result["soak"]["rss"]
         print(f"soak {result['soak']['seconds']:.0f} s: RSS {rss.get('first_mb')} -> "
               f"{rss.get('last_mb')} MB, slope {rss['slope_mb_per_min']} MB/min, fitted growth "
-              f"{rss.get('fitted_growth_mb')} MB ({rss.get('fitted_growth_share')})")  # fmt: skip
+              f"{rss.get('fitted_growth_mb')} MB ({rss.get('fitted_growth_share')}); server "
+              f"threads {rss.get('threads')}")  # fmt: skip
 
 
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -163,6 +182,8 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--load-share", type=float, default=0.5, help="of capacity, offered")
     parser.add_argument("--soak-minutes", type=float, default=10.0, help="0: no soak")
     parser.add_argument("--sample-seconds", type=float, default=5.0, help="RSS sampling")
+    parser.add_argument("--soak-warmup-minutes", type=float, default=2.0,
+                        help="the soak's load before sampling starts")  # fmt: skip
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--store-dir", type=Path, default=Path("/tmp/engram-bench-rest"))
     parser.add_argument("--results", type=Path, default=None, help="results file")
@@ -170,6 +191,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.quick:
         args.size, args.seconds, args.unloaded, args.soak_minutes = 2_000, 3.0, 60, 0.0
+        args.soak_warmup_minutes = 0.0
         args.queries = 100
     if args.results is None:
         args.results = RESULTS / ("load-quick.json" if args.quick else "load.json")

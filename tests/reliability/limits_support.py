@@ -85,6 +85,8 @@ def free_port() -> int:
 class SlowEmbedder(Wrapped):
     """The hashing embedder; while ``slow`` is set each call first sleeps ``delay``."""
 
+    may_block = True  # it sleeps: the deadline applies (the hashing model alone may not block)
+
     def __init__(self, delay: float) -> None:
         super().__init__(HashingEmbedder())
         self.delay = delay

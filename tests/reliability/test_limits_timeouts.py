@@ -12,17 +12,21 @@ Engram, without being reopened.
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 from limits_support import SlowEmbedder, episode, fake_model_server, is_problem, rest
+from numpy.typing import NDArray
 
 from backends import table_rows
 from engram import Config, Context, Engram, EngramError
 from engram.config import RecallConfig, WritePolicy
 from engram.embed import OpenAIEmbedder
+from engram.embed.base import Wrapped
 from engram.embed.deadline import MAX_PENDING, embed_within, pending
 from engram.embed.hashing import HashingEmbedder
 from engram.errors import EmbeddingTimeout
@@ -164,8 +168,10 @@ def test_llm_calls_are_bounded_for_the_whole_answer(mode: str) -> None:
     turns = [Turn(role="user", text="I moved the build to Gradle last week.")]
     episodes = [episode("We moved the build to Gradle.")]
     with fake_model_server() as server:
+        said = r"within 0\.5 s"  # the deadline: a trickle never trips the socket timeout
         if mode == "hang":
             server.delay = 3.0
+            said = r"(within 0\.5 s|timed out)"  # whichever of the two fires first
         else:
             server.trickle = 0.1  # each byte well inside the timeout
         for call, words in (
@@ -174,6 +180,29 @@ def test_llm_calls_are_bounded_for_the_whole_answer(mode: str) -> None:
              "summariser"),
         ):  # fmt: skip
             started = time.monotonic()
-            with pytest.raises(EngramError, match=rf"LLM {words}: .*within 0\.5 s"):
+            with pytest.raises(EngramError, match=rf"LLM {words}: .*{said}"):
                 call()
             assert time.monotonic() - started < 1.5
+
+
+def test_an_in_process_model_is_called_without_the_thread() -> None:
+    """The built-in models compute in process (``may_block = False``): no thread, no
+    deadline; a wrapper of one says the same unless it declares otherwise."""
+    hashing = HashingEmbedder()
+    assert not hashing.may_block
+    assert not Wrapped(hashing).may_block
+    assert SlowEmbedder(0.0).may_block
+    _settled()
+    seen: list[str] = []
+
+    class Spy(Wrapped):
+        def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+            seen.append(threading.current_thread().name)
+            return self.inner.embed(texts)
+
+    class BlockingSpy(Spy):
+        may_block = True  # type: ignore[assignment]
+
+    embed_within(Spy(hashing), ["x"], 5.0)
+    embed_within(BlockingSpy(hashing), ["x"], 5.0)
+    assert seen == [threading.current_thread().name, "engram-deadline"]
