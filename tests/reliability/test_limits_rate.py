@@ -123,3 +123,34 @@ def test_serve_takes_the_rate_flags() -> None:
     assert (args.rate_limit, args.rate_burst) == (5.0, 9)
     defaults = parser.parse_args(["serve"])
     assert (defaults.rate_limit, defaults.rate_burst) == (100.0, 200)
+
+
+def test_workers_share_a_bucket_through_redis(sqlite_file_url: str, tmp_path: Path) -> None:
+    """Two apps over one store stand for two ``--workers`` processes: with the buckets
+    in Redis a key's burst is spent across both; with Redis gone each falls back to
+    buckets of its own and keeps answering."""
+    from fastapi.testclient import TestClient
+    from limits_support import PrivateRedis, Rest
+
+    from engram.surfaces.rest import KeyRing, create_app
+
+    redis_server = PrivateRedis()
+    mem = Engram.open(sqlite_file_url, embedder="hashing")
+    shared = RestSettings(rate_limit=0.01, rate_burst=3, mcp_path=None,
+                          rate_limit_redis=redis_server.url)  # fmt: skip
+    listing = "/v1/memories?user_id=u1"
+    try:
+        with (
+            rest(mem, tmp_path, shared) as first,
+            TestClient(create_app(mem, KeyRing(path=tmp_path / "keys.json"), shared)) as client,
+        ):
+            second = Rest(client, mem, first.keys)  # the same keys, another process's app
+            assert [first.call("GET", listing).status_code for _ in range(2)] == [200, 200]
+            assert second.call("GET", listing).status_code == 200
+            is_problem(first.call("GET", listing), 429)
+            is_problem(second.call("GET", listing), 429)
+            redis_server.kill()
+            assert first.call("GET", listing).status_code == 200  # its own bucket now
+    finally:
+        mem.close()
+        redis_server.kill()

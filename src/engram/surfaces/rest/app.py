@@ -32,10 +32,11 @@ from engram.surfaces.dashboard import dashboard_app, redirect_to
 from engram.surfaces.principal import Authenticator
 from engram.surfaces.rest.limits import BodyLimit
 from engram.surfaces.rest.problems import Problem, install, problems
-from engram.surfaces.rest.ratelimit import TokenBuckets
+from engram.surfaces.rest.ratelimit import Limiter, SharedBuckets, TokenBuckets
 from engram.surfaces.rest.routes import ROUTERS
 from engram.surfaces.rest.schemas import ImportBody
 from engram.surfaces.rest.settings import RestSettings
+from engram.working.redis_url import RedisTarget
 
 if TYPE_CHECKING:
     from engram.surfaces.mcp.http import McpEndpoint
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["create_app"]
 
 _VERSION = "1"
+_RATE_REDIS_TIMEOUT_S = 0.5  # a shared bucket Redis slower than this: per-process buckets
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:
@@ -71,6 +73,16 @@ def _declare_rate_limit(schema: dict[str, Any]) -> None:
             continue
         for operation in operations.values():
             operation.setdefault("responses", {})["429"] = {**declared, "headers": retry}
+
+
+def _limiter(settings: RestSettings) -> Limiter | None:
+    """The rate limit: none, buckets in this process, or buckets shared through Redis."""
+    if settings.rate_limit <= 0:
+        return None
+    if settings.rate_limit_redis is None:
+        return TokenBuckets(settings.rate_limit, settings.rate_burst)
+    client = RedisTarget.parse(settings.rate_limit_redis).client(_RATE_REDIS_TIMEOUT_S)
+    return SharedBuckets(client, settings.rate_limit, settings.rate_burst)
 
 
 def _mcp_endpoint(mem: Engram, auth: Authenticator, settings: RestSettings) -> McpEndpoint | None:
@@ -111,8 +123,7 @@ def create_app(mem: Engram, auth: Authenticator, settings: RestSettings | None =
     app.state.engram = mem
     app.state.authenticator = auth
     app.state.settings = chosen
-    app.state.limiter = (TokenBuckets(chosen.rate_limit, chosen.rate_burst)
-                         if chosen.rate_limit > 0 else None)  # fmt: skip
+    app.state.limiter = _limiter(chosen)
     app.state.mcp = endpoint
     for router in ROUTERS:
         app.include_router(router)

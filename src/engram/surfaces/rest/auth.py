@@ -17,7 +17,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from engram.engram import Engram
 from engram.errors import Forbidden
 from engram.surfaces.principal import Authenticator, Principal
-from engram.surfaces.rest.ratelimit import TokenBuckets
+from engram.surfaces.rest.ratelimit import Limiter
 
 __all__ = ["Caller", "Mem", "Unauthenticated", "current_engram", "principal"]
 
@@ -58,7 +58,7 @@ async def principal(
     except Forbidden as exc:
         raise Unauthenticated(str(exc), "invalid_token") from None
     request.state.principal = found
-    limiter: TokenBuckets | None = request.app.state.limiter
+    limiter: Limiter | None = request.app.state.limiter
     if limiter is not None:  # before the handler: a refused request does nothing
         limiter.take(found.key_id)
     return found

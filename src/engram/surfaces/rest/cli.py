@@ -103,8 +103,9 @@ def _serve(args: argparse.Namespace) -> int:
     if args.workers > 1:  # the store is open and migrated: each worker opens its own
         mem.close()
         keys = None if keys_path is None else str(keys_path)
+        shared = args.working if (args.working or "").startswith("redis") else None
         spec = WorkerSpec(_db(args), args.working, embedder, keys, args.max_body_bytes,
-                          args.host, args.rate_limit, args.rate_burst)  # fmt: skip
+                          args.host, args.rate_limit, args.rate_burst, shared)  # fmt: skip
         return run_workers(spec, args.host, args.port, args.workers, args.access_log, announce)
     try:
         return run_server(app, args.host, args.port, args.access_log, announce)
@@ -182,7 +183,8 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     serve.add_argument("--rate-limit", type=float, default=100.0, metavar="PER_SECOND",
                        help="requests a second each API key may make, sustained (default "
-                       "100; 0: no limit; per worker process); 429 past it")  # fmt: skip
+                       "100; 0: no limit); 429 past it. With --workers and --working "
+                       "redis:// the workers share the buckets there")  # fmt: skip
     serve.add_argument("--rate-burst", type=int, default=200, metavar="N",
                        help="requests a key may make at once after a pause "
                        "(default 200)")  # fmt: skip

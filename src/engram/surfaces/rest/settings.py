@@ -27,8 +27,9 @@ class RestSettings:
     ``rate_limit`` is how many requests a second each API key may make, sustained,
     and ``rate_burst`` how many it may make at once after a pause (a token bucket
     per key: ``surfaces.rest.ratelimit``); past them a request is 429 with
-    ``Retry-After``. ``rate_limit=0`` turns the limit off. The buckets are per
-    server process (see that module)."""
+    ``Retry-After``. ``rate_limit=0`` turns the limit off. ``rate_limit_redis``
+    (a ``redis://`` URL) keeps the buckets there, shared by every worker process;
+    None keeps them in this process (see that module)."""
 
     max_body_bytes: int = _MiB
     max_import_bytes: int = 64 * _MiB
@@ -37,6 +38,7 @@ class RestSettings:
     host: str = "127.0.0.1"
     rate_limit: float = 100.0
     rate_burst: int = 200
+    rate_limit_redis: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_import_bytes"):

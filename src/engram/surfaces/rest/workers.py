@@ -29,7 +29,7 @@ __all__ = ["WorkerSpec", "run_workers", "worker_app"]
 
 _PREFIX = "ENGRAM_SERVE_"
 _FIELDS = ("db", "working", "embedder", "keys", "max_body_bytes", "host", "rate_limit",
-           "rate_burst")  # fmt: skip
+           "rate_burst", "rate_limit_redis")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +45,7 @@ class WorkerSpec:
     host: str = "127.0.0.1"
     rate_limit: float = 100.0  # each worker keeps its own buckets (surfaces.rest.ratelimit)
     rate_burst: int = 200
+    rate_limit_redis: str | None = None  # the buckets every worker shares (None: per worker)
 
     def export(self) -> None:
         """Put this spec in the environment the workers inherit."""
@@ -58,7 +59,7 @@ class WorkerSpec:
         read = {name: os.environ[_PREFIX + name.upper()] for name in _FIELDS}
         return cls(read["db"], read["working"] or None, read["embedder"], read["keys"] or None,
                    int(read["max_body_bytes"]), read["host"], float(read["rate_limit"]),
-                   int(read["rate_burst"]))  # fmt: skip
+                   int(read["rate_burst"]), read["rate_limit_redis"] or None)  # fmt: skip
 
 
 def worker_app() -> FastAPI:
@@ -70,7 +71,8 @@ def worker_app() -> FastAPI:
     mem = Engram.open(spec.db, embedder=spec.embedder, working=spec.working)
     atexit.register(mem.close)
     settings = RestSettings(max_body_bytes=spec.max_body_bytes, host=spec.host,
-                            rate_limit=spec.rate_limit, rate_burst=spec.rate_burst)  # fmt: skip
+                            rate_limit=spec.rate_limit, rate_burst=spec.rate_burst,
+                            rate_limit_redis=spec.rate_limit_redis)  # fmt: skip
     return create_app(mem, KeyRing.from_environment(spec.keys), settings)
 
 
