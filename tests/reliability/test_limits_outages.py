@@ -25,7 +25,7 @@ from engram.working import WorkingConfig
 CTX = Context(tenant_id="acme", user_id="u1", agent_id="coder", session_id="s1")
 ME = {"user_id": "u1", "agent_id": "coder", "session_id": "s1"}
 QUICK = Config(working=WorkingConfig(redis_timeout_seconds=0.5),
-               store=StoreConfig(postgres=PostgresConfig(pool_timeout_s=1.0,
+               store=StoreConfig(postgres=PostgresConfig(pool_timeout_s=0.5,
                                                          connect_timeout_s=2)))  # fmt: skip
 OPEN = RestSettings(mcp_path=None, rate_limit=0)
 

@@ -67,6 +67,33 @@ def _audit(mem: Engram) -> int:
     return len(table_rows(mem.store, "audit"))
 
 
+def _settled() -> None:
+    deadline = time.monotonic() + 10
+    while pending() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pending() == 0
+
+
+def test_abandoned_calls_are_bounded() -> None:
+    """A model that never answers holds at most MAX_PENDING threads; later calls fail
+    at once instead of starting more."""
+    _settled()  # first in this file: no call of another test is still running
+    model = SlowEmbedder(delay=1.0)
+    model.slow.set()
+    for _ in range(MAX_PENDING):
+        with pytest.raises(EmbeddingTimeout):
+            embed_within(model, ["x"], 0.001)
+    started = time.monotonic()
+    with pytest.raises(EmbeddingTimeout) as caught:
+        embed_within(model, ["x"], 5.0)
+    assert time.monotonic() - started < 0.5
+    assert "still running" in " ".join(caught.value.__notes__)
+    assert pending() == MAX_PENDING
+    _settled()  # every abandoned call ended: none leaks
+    model.slow.clear()
+    assert embed_within(model, ["x"], 5.0).shape == (1, model.dimension)
+
+
 def test_a_hung_local_model_degrades_recall_and_refuses_writes(
     store_url: str, open_mem: Callable[..., Engram]
 ) -> None:
@@ -127,33 +154,6 @@ def test_a_hung_remote_model_degrades_recall_on_rest(tmp_path: Path) -> None:
             mem.close()
 
 
-def _settled() -> None:
-    deadline = time.monotonic() + 10
-    while pending() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert pending() == 0
-
-
-def test_abandoned_calls_are_bounded() -> None:
-    """A model that never answers holds at most MAX_PENDING threads; later calls fail
-    at once instead of starting more."""
-    _settled()  # calls earlier tests abandoned finish first
-    model = SlowEmbedder(delay=1.5)
-    model.slow.set()
-    for _ in range(MAX_PENDING):
-        with pytest.raises(EmbeddingTimeout):
-            embed_within(model, ["x"], 0.001)
-    started = time.monotonic()
-    with pytest.raises(EmbeddingTimeout) as caught:
-        embed_within(model, ["x"], 5.0)
-    assert time.monotonic() - started < 0.5
-    assert "still running" in " ".join(caught.value.__notes__)
-    assert pending() == MAX_PENDING
-    _settled()  # every abandoned call ended: none leaks
-    model.slow.clear()
-    assert embed_within(model, ["x"], 5.0).shape == (1, model.dimension)
-
-
 def test_no_deadline_calls_the_model_directly_and_errors_pass_through() -> None:
     model = HashingEmbedder()
     assert embed_within(model, ["x"], None).shape == (1, model.dimension)
@@ -192,7 +192,6 @@ def test_an_in_process_model_is_called_without_the_thread() -> None:
     assert not hashing.may_block
     assert not Wrapped(hashing).may_block
     assert SlowEmbedder(0.0).may_block
-    _settled()
     seen: list[str] = []
 
     class Spy(Wrapped):
