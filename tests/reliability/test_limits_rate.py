@@ -90,6 +90,9 @@ def test_a_key_past_its_burst_gets_429_and_nothing_is_stored(
             assert int(refused.headers["retry-after"]) >= 1
             assert "rate limit" in problem["detail"]
             assert _written(mem) == 3
+            garbled = api.call("POST", "/v1/memories", content=b'{"user_id": ',
+                               headers={"Content-Type": "application/json"})  # fmt: skip
+            is_problem(garbled, 429)  # the late key check of a malformed body: 429, not a 500
             other = api.call("GET", "/v1/memories?user_id=u1&agent_id=coder", key="acme2")
             assert other.status_code == 200  # the same tenant's other key is not slowed
             assert api.call("GET", "/healthz").status_code == 200  # no key, no bucket

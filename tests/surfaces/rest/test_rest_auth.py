@@ -25,6 +25,17 @@ def test_a_missing_wrong_or_revoked_key_is_401_and_stores_nothing(
     assert api.stored() == []
 
 
+@pytest.mark.parametrize("key", [None, "egm_0000000000000000_nope", "revoked"])
+def test_a_malformed_body_without_a_valid_key_is_401_not_400(api: Api, key: str | None) -> None:
+    response = api.call(
+        "POST", "/v1/memories", key, content=b'{"user_id": "u1",',
+        headers={"Content-Type": "application/json"},
+    )  # fmt: skip
+    assert response.status_code == 401
+    assert response.json()["type"] == "/problems/unauthorized"
+    assert api.stored() == []
+
+
 def test_a_key_of_another_scheme_is_401(api: Api) -> None:
     basic = api.call(
         "GET", "/v1/memories?user_id=u1", None, headers={"Authorization": "Basic dTE6cGFzcw=="}

@@ -245,9 +245,16 @@ class _UserRun:
         tally.facts_accepted += sum(1 for r in facts if r.operation not in _REFUSED)
 
     def merge_facts(self) -> None:
-        """Merge near-duplicate facts, each merge in its own transaction."""
-        for pair in plan_merges(self.t.store, self.subject, self.t.config, self.now):
-            if merge(self.t.store, self.subject, pair, ACTOR, self.now):
+        """Merge near-duplicate facts, each merge in its own transaction, which
+        re-takes (so renews) the lease first, as each group's write does: a run
+        whose lease ran out and passed to another consolidator stops merging."""
+        store = self.t.store
+        for pair in plan_merges(store, self.subject, self.t.config, self.now):
+            with store.transaction():
+                if not self._take().held:
+                    raise Conflict("another consolidator took over this user's lease")
+                merged = merge(store, self.subject, pair, ACTOR, self.now)
+            if merged:
                 self.tally.merges += 1
                 self.tally.merged.append((pair.kept.id, pair.loser.id))
 

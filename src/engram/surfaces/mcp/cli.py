@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import ipaddress
 import sys
 from typing import Any
 
@@ -154,8 +155,17 @@ def _key_store(args: argparse.Namespace) -> Authenticator:
 
 
 def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address (only local processes can connect)."""
-    return host in ("localhost", "::1") or host.startswith("127.")
+    """Whether ``host`` is a loopback address (only local processes can connect).
+
+    An address is parsed, never matched by prefix: ``127.example.com`` is a name
+    that can resolve anywhere, so only ``localhost`` and literal loopback addresses
+    (``127.0.0.0/8``, ``::1``) count."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _run_http(app: Any, args: argparse.Namespace) -> None:

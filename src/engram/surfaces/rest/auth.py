@@ -19,7 +19,7 @@ from engram.errors import Forbidden
 from engram.surfaces.principal import Authenticator, Principal
 from engram.surfaces.rest.ratelimit import Limiter
 
-__all__ = ["Caller", "Mem", "Unauthenticated", "current_engram", "principal"]
+__all__ = ["Caller", "Mem", "Unauthenticated", "authenticate_late", "current_engram", "principal"]
 
 _bearer = HTTPBearer(
     auto_error=False,
@@ -62,6 +62,18 @@ async def principal(
     if limiter is not None:  # before the handler: a refused request does nothing
         limiter.take(found.key_id)
     return found
+
+
+async def authenticate_late(request: Request) -> None:
+    """Authenticate a request whose dependencies never ran (FastAPI parses a JSON
+    body before it resolves them), so a malformed body from a caller without a
+    valid key is answered 401, like any other request of theirs, not 400.
+
+    Raises:
+        Unauthenticated: no key, or one that is unknown or revoked.
+    """
+    if getattr(request.state, "principal", None) is None:
+        await principal(request, await _bearer(request))
 
 
 async def current_engram(request: Request) -> Engram:

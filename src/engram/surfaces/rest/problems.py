@@ -28,7 +28,7 @@ from starlette.exceptions import HTTPException
 
 from engram.errors import EngramError, Forbidden, PartialWrite
 from engram.surfaces.errors import PROTOCOL, TABLE, Outcome, outcome_for, protocol_outcome
-from engram.surfaces.rest.auth import Unauthenticated
+from engram.surfaces.rest.auth import Unauthenticated, authenticate_late
 from engram.surfaces.rest.ratelimit import RateLimited
 from engram.surfaces.rest.views import write_view
 from engram.types import WriteResult
@@ -183,6 +183,11 @@ async def _invalid(request: Request, exc: Exception) -> JSONResponse:
         return tenant
     first = raw[0] if raw else {}
     if first.get("type") == "json_invalid":
+        if path.startswith("/v1"):  # the key is judged before the body, as everywhere
+            try:
+                await authenticate_late(request)
+            except Unauthenticated as exc:
+                return await _unauthenticated(request, exc)
         reason = (first.get("ctx") or {}).get("error", "invalid JSON")
         return problem_response(PROTOCOL[400], f"the body is not valid JSON: {reason}", path)
     body_error = any(tuple(e.get("loc", ()))[:1] == ("body",) for e in raw)
