@@ -9,7 +9,8 @@ Not a test. Three parts, each measured against a baseline in the same run:
    ``embed_within`` call against a direct ``embed`` (µs). The embedder is the
    hashing model declared able to block (``Blocking``): the cost a remote or
    custom embedder pays; the built-in in-process models skip the thread.
-2. rate limit cost: one ``TokenBuckets.take`` (µs), against an empty call.
+2. rate limit cost: one ``TokenBuckets.take`` and one ``SharedBuckets.take`` (a
+   private ``redis-server``) in µs, against an empty call.
 3. outage recovery: a private embedded PostgreSQL is stopped for ``--outages``
    seconds while a caller keeps trying, then started again; reported is how long
    the *running* Engram still refuses once the server is back, with the pool's
@@ -58,8 +59,9 @@ from engram.embed.base import Wrapped
 from engram.embed.deadline import embed_within
 from engram.embed.hashing import HashingEmbedder
 from engram.store.config import PostgresConfig, StoreConfig
-from engram.surfaces.rest.ratelimit import TokenBuckets
+from engram.surfaces.rest.ratelimit import SharedBuckets, TokenBuckets
 from engram.working import WorkingConfig
+from engram.working.redis_url import RedisTarget
 
 RESULTS = REPO / "benchmarks" / "results"
 CTX = Context(tenant_id="acme", user_id="u1", session_id="s1")
@@ -116,10 +118,17 @@ def _per_call_us(call: Callable[[], object], count: int) -> float:
 
 
 def rate_limit_cost(count: int) -> dict[str, float]:
-    """One token taken from a bucket that never runs dry, against an empty call."""
+    """One token taken from a bucket that never runs dry, in this process and in a
+    private Redis (``SharedBuckets``: one round trip), against an empty call."""
     buckets = TokenBuckets(rate=1e8, burst=10**9)
-    return {"take_us": _per_call_us(lambda: buckets.take("key"), count),
-            "empty_call_us": _per_call_us(lambda: None, count)}  # fmt: skip
+    out = {"take_us": _per_call_us(lambda: buckets.take("key"), count),
+           "empty_call_us": _per_call_us(lambda: None, count)}  # fmt: skip
+    port = _free_port()
+    with _redis(port):
+        client = RedisTarget.parse(f"redis://127.0.0.1:{port}/0").client(0.5)
+        shared = SharedBuckets(client, rate=1e8, burst=10**9)
+        out["shared_take_us"] = _per_call_us(lambda: shared.take("key"), count // 20)
+    return out
 
 
 def _free_port() -> int:
@@ -286,7 +295,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(f"deadline p50 - direct p50 = {d['p50_difference_ms']} ms; one embed "
           f"{d['embed_direct_us']} us direct, {d['embed_within_us']} us within a deadline; "
-          f"one rate-limit take {payload['rate_limit']['take_us']} us")  # fmt: skip
+          f"one rate-limit take {payload['rate_limit']['take_us']} us in process, "
+          f"{payload['rate_limit']['shared_take_us']} us in Redis")  # fmt: skip
     print_table("recovery once the server is back (s)", ["server", "reconnect s", "outage s",
                 "recovered after s"],
                 [["postgresql", r["reconnect_timeout_s"], r["outage_s"], r["recovered_after_s"]]

@@ -19,7 +19,8 @@ so the cached store never changes. The traffic (``load_traffic.py``) is 80 %
    minute) and the growth it fits over the soak.
 
 Every phase has a deadline and the server is stopped at the end, whatever happens.
-Any 5xx or lost connection is counted (target: none). Usage::
+Any 5xx or lost connection is counted (target: none); a request on a keep-alive
+connection the server had closed while idle is retried once and counted apart. Usage::
 
     PYTHONPATH=src .venv/bin/python benchmarks/load.py                    # 100K, 10 min soak
     PYTHONPATH=src .venv/bin/python benchmarks/load.py --quick            # 2K, seconds, no soak
@@ -42,7 +43,7 @@ import numpy as np
 
 from common import REPO, machine, print_table, ratio, temp_dir, write_results
 from corpus import Corpus
-from load_traffic import Mix, closed_loop, open_loop, sequential, summary
+from load_traffic import Connection, Mix, closed_loop, open_loop, sequential, summary
 from rest import USER, build_store, server
 
 RESULTS = REPO / "benchmarks" / "results"
@@ -147,6 +148,7 @@ def _phases(args: argparse.Namespace, url: str, key: str, pid: int,
         out["soak"] = {**summary(soaked, seconds), "seconds": seconds, "abandoned": dropped,
                        "offered_per_s": round(rate, 1), "rss": rss}  # fmt: skip
     out["rss_end_mb"] = round(rss_mb(pid), 1)
+    out["stale_connection_retries"] = Connection.stale_retries
     return out
 
 

@@ -38,8 +38,19 @@ class Sample:
     ms: float
 
 
+# What a keep-alive connection the server closed while idle raises on its next use.
+_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+
+
 class Connection:
-    """One keep-alive connection; reconnects after a failure."""
+    """One keep-alive connection; reconnects after a failure.
+
+    uvicorn closes a connection idle for 5 s. A request sent on such a connection
+    fails before the server reads it (it closes only idle connections), so that one
+    case is retried once on a new connection and counted in ``stale_retries``;
+    any other failure is status 0 (lost)."""
+
+    stale_retries = 0  # all connections together (read after the threads are joined)
 
     def __init__(self, url: str, key: str) -> None:
         parts = urlsplit(url)
@@ -49,17 +60,35 @@ class Connection:
 
     def post(self, path: str, body: dict[str, Any]) -> int:
         """POST ``body`` as JSON; the status (0 when the connection failed)."""
+        reused = self.conn is not None
+        try:
+            return self._post(path, body)
+        except _STALE:
+            self._drop()
+            if not reused:
+                return 0
+            Connection.stale_retries += 1
+        except (OSError, http.client.HTTPException):
+            self._drop()
+            return 0
+        try:
+            return self._post(path, body)
+        except (OSError, http.client.HTTPException):
+            self._drop()
+            return 0
+
+    def _post(self, path: str, body: dict[str, Any]) -> int:
         if self.conn is None:
             self.conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
-        try:
-            self.conn.request("POST", path, body=json.dumps(body), headers=self.headers)
-            response = self.conn.getresponse()
-            response.read()
-            return response.status
-        except (OSError, http.client.HTTPException):
+        self.conn.request("POST", path, body=json.dumps(body), headers=self.headers)
+        response = self.conn.getresponse()
+        response.read()
+        return response.status
+
+    def _drop(self) -> None:
+        if self.conn is not None:
             self.conn.close()
-            self.conn = None
-            return 0
+        self.conn = None
 
 
 @dataclass

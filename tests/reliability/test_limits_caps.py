@@ -71,8 +71,9 @@ def test_keyed_content_over_the_policy_cap_is_rejected_as_a_decision(api: Rest) 
     assert answer.status_code == 200
     assert answer.json()["operation"] == "REJECT"
     assert f"the limit is {cap}" in answer.json()["reason"]
-    ids, _ = _state(api.mem)
-    assert ids == before[0]  # a REJECT stores no record (its audit entry says why)
+    ids, audit = _state(api.mem)
+    assert ids == before[0]  # a REJECT stores no record
+    assert audit == before[1] + 1  # only its audit entry, which says why
 
 
 @pytest.mark.parametrize(
