@@ -113,13 +113,27 @@ class WritePolicy:
     personal_data_needs_consent: bool = True
     reject_transient_chatter: bool = True
     batch_items: int = 500
+    embed_timeout_seconds: float | None = 60.0
 
     def __post_init__(self) -> None:
-        """``batch_items`` is how many items of a bulk write one transaction takes."""
+        """``batch_items`` is how many items of a bulk write one transaction takes;
+        ``embed_timeout_seconds`` how long one write waits for the embedder's vectors
+        of one chunk (past it: ``EmbeddingTimeout``, nothing of the chunk stored; None:
+        no deadline but the embedder's own)."""
         if isinstance(self.batch_items, bool) or not isinstance(self.batch_items, int):
             raise ConfigError("write.batch_items must be an integer")
         if not 1 <= self.batch_items <= 100_000:
             raise ConfigError(f"write.batch_items must be in [1, 100000], got {self.batch_items}")
+        check_timeout("write.embed_timeout_seconds", self.embed_timeout_seconds)
+
+
+def check_timeout(name: str, seconds: float | None) -> None:
+    """Refuse a deadline that is not None or a number of seconds in (0, 3600]."""
+    if seconds is None:
+        return
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) \
+            or not 0 < seconds <= 3600:  # fmt: skip
+        raise ConfigError(f"{name} must be None or a number of seconds in (0, 3600]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +240,9 @@ class RecallConfig:
     ``outcome_prior`` is the (successes, failures) of the Beta prior that smooths a
     procedure's success rate (``Engram.record_outcome``): (1, 1), a uniform prior,
     reads a procedure with one success as 2/3, not 1.
+    ``embed_timeout_seconds`` bounds the wait for the query's vector: past it the
+    vector channel reports ``EmbeddingTimeout`` and the recall answers ``partial``
+    from its other channels (None: no deadline but the embedder's own).
     """
 
     key_limit: int = 50
@@ -269,10 +286,12 @@ class RecallConfig:
     trace_retention: int = 1000
     usage_flush_seconds: float = 1.0
     outcome_prior: tuple[float, float] = (1.0, 1.0)
+    embed_timeout_seconds: float | None = 10.0
 
     def __post_init__(self) -> None:
         """Reject values that would fail later, mid-recall or in the background (a
         division by zero, a NaN that compares false, a flush thread that dies)."""
+        check_timeout("recall.embed_timeout_seconds", self.embed_timeout_seconds)
         counts = ("key_limit", "candidates_per_item", "min_channel_limit", "lexical_limit",
                   "vector_limit", "working_limit", "rrf_k", "context_seeds",
                   "context_seeds_per_item", "context_window", "trace_retention")  # fmt: skip

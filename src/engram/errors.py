@@ -16,6 +16,7 @@ when they do not care that it came from Engram.
     │   ├── IndexMismatch                  stored vectors come from another embedder
     │   └── Unavailable                    a server cannot be reached, a file stays locked
     ├── EmbeddingError                     the embedder failed or is not installed
+    │   └── EmbeddingTimeout               the embedder did not answer in time
     └── PartialWrite                       a chunked bulk write failed part-way
 
 Recall outcomes such as ``empty`` or ``ambiguous`` are statuses, not errors.
@@ -27,6 +28,7 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "EmbeddingError",
+    "EmbeddingTimeout",
     "EngramError",
     "Forbidden",
     "IncompleteIdentity",
@@ -104,6 +106,12 @@ class Unavailable(StoreError):
 
 class EmbeddingError(EngramError):
     """The embedder could not produce vectors (not installed, failed, bad answer)."""
+
+
+class EmbeddingTimeout(EmbeddingError):
+    """The embedder did not answer within its configured time (``RecallConfig`` and
+    ``WritePolicy`` ``embed_timeout_seconds``): a recall answers without its vector
+    channel (status ``partial``), a write stores nothing."""
 
 
 class PartialWrite(EngramError):

@@ -123,6 +123,12 @@ class Wrapped:
         """The wrapped model's dimension."""
         return self.inner.dimension
 
+    @property
+    def may_block(self) -> bool:
+        """Whether a call may wait on something outside the process (the wrapped
+        model's answer; True when it does not say): see ``engram.embed.deadline``."""
+        return bool(getattr(self.inner, "may_block", True))
+
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embed through the wrapped model."""
         return self.inner.embed(texts)

@@ -98,6 +98,7 @@ class HashingEmbedder:
     """
 
     __slots__ = ("_dimension",)
+    may_block = False  # in-process computation: no deadline thread (engram.embed.deadline)
 
     def __init__(self, dimension: int = 384) -> None:
         if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 16:

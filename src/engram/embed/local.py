@@ -185,6 +185,8 @@ class LocalEmbedder:
         InvalidArgument: an argument is out of range (ConfigError for ``backend``).
     """
 
+    may_block = False  # in-process computation: no deadline thread (engram.embed.deadline)
+
     def __init__(
         self,
         model_path: str | Path | None = None,

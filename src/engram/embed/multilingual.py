@@ -43,6 +43,7 @@ class MultilingualEmbedder:
     """
 
     __slots__ = ("_lock", "_model")
+    may_block = False  # in-process computation: no deadline thread (engram.embed.deadline)
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 
 from engram.config import Budget, Config
 from engram.embed import Embedder
+from engram.embed.deadline import embed_within
 from engram.errors import EngramError
 from engram.ids import new_id
 from engram.recall import budget as budget_stage
@@ -93,8 +94,11 @@ def _plan(s: _State) -> None:
 def _query_vector(s: _State) -> tuple[NDArray[np.float32] | None, str | None]:
     if "vector" not in s.the_plan.limits:
         return None, None
-    try:  # a store whose vectors are another model's answers the probe with IndexMismatch
-        return s.embedder.embed([s.request.query])[0], None
+    # a store whose vectors are another model's answers the probe with IndexMismatch; an
+    # embedder past its deadline is EmbeddingTimeout: the other channels still answer
+    try:
+        vectors = embed_within(s.embedder, [s.request.query], s.config.recall.embed_timeout_seconds)
+        return vectors[0], None
     except EngramError as exc:
         return None, type(exc).__name__
 

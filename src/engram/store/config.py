@@ -99,6 +99,11 @@ class PostgresConfig:
       ``pool_timeout_s`` is how long a caller waits for a free connection.
     * ``connect_timeout_s``: how long opening one connection may take (an
       unreachable host fails after this, never hangs).
+    * ``reconnect_timeout_s``: how long the pool keeps retrying one lost connection
+      (backing off 1 s, 2 s, ...) before it gives up; the next caller then starts a
+      fresh attempt at once. Short, so that a server back after a long outage is
+      used within seconds (psycopg_pool's own 300 s let the backoff grow to a minute
+      and more: 17 s of refusals after a 40 s outage, measured).
     * ``statement_timeout_ms``: the server cancels any statement running longer
       (0: no limit); a cancelled probe yields ``Unavailable``, never a hang.
     * ``hnsw_m`` / ``hnsw_ef_construction``: the HNSW index build; ``hnsw_ef_search``
@@ -131,6 +136,7 @@ class PostgresConfig:
     max_connections: int = 8
     pool_timeout_s: float = 10.0
     connect_timeout_s: int = 5
+    reconnect_timeout_s: float = 5.0
     statement_timeout_ms: int = 5000
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
@@ -151,6 +157,8 @@ class PostgresConfig:
                 f"text_search must be a text search configuration name such as 'english' or"
                 f" 'simple'; got {self.text_search!r}"
             )
+        if not 0 < self.reconnect_timeout_s <= 3600:
+            raise ConfigError("reconnect_timeout_s must be a number of seconds in (0, 3600]")
         if not 1 <= self.min_connections <= self.max_connections:
             raise ConfigError("connections: need 1 <= min_connections <= max_connections")
         if self.exact_below_rows < 0 or self.lexical_rank_rows < 0:

@@ -75,6 +75,7 @@ PROTOCOL: dict[int, Outcome] = {
     413: Outcome(413, "content-too-large", "Content too large", 2),
     415: Outcome(415, "unsupported-media-type", "Unsupported media type", 2),
     422: Outcome(422, "invalid-request", "Invalid request", 2),
+    429: Outcome(429, "rate-limited", "Too many requests", 9),
     500: Outcome(500, "internal-error", "Internal error", 1),
 }
 

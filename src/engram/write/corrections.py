@@ -127,10 +127,12 @@ def _correction(record: Record, content: str, value: object, now: datetime) -> P
     )  # fmt: skip
 
 
-def _vector(store: Backend, embedder: Embedder, content: str) -> NDArray[np.float32] | None:
+def _vector(
+    store: Backend, embedder: Embedder, content: str, timeout: float | None
+) -> NDArray[np.float32] | None:
     if not vectors_enabled(store, embedder):
         return None
-    vector: NDArray[np.float32] = embed_contents(embedder, [content.strip()])[0]
+    vector: NDArray[np.float32] = embed_contents(embedder, [content.strip()], timeout)[0]
     return vector
 
 
@@ -143,7 +145,7 @@ def correct(
     ``Conflict`` when the record is no longer active or disputed: a concurrent
     correction superseded it first (the message names the version that did), or it
     was retracted or expired. Two racing corrections thus never fork the chain."""
-    vector = _vector(store, embedder, content)
+    vector = _vector(store, embedder, content, config.write.embed_timeout_seconds)
     with store.transaction():
         record = _reread(store, vis, record_id)
         targets = _correction_targets(store, vis, record)

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engram.embed import Embedder
+from engram.embed.deadline import embed_within
 from engram.errors import EmbeddingError, EngramError
 from engram.store.contract import Maintenance
 from engram.store.open import Backend
@@ -37,8 +38,11 @@ def vectors_enabled(store: Maintenance, embedder: Embedder) -> bool:
     return current is None or current == embedder.model_id
 
 
-def embed_contents(embedder: Embedder, texts: Sequence[str]) -> NDArray[np.float32]:
-    """One batch call for every text that will need a vector, its answer checked.
+def embed_contents(
+    embedder: Embedder, texts: Sequence[str], timeout: float | None = None
+) -> NDArray[np.float32]:
+    """One batch call for every text that will need a vector, its answer checked,
+    waited for at most ``timeout`` seconds (``EmbeddingTimeout`` past it).
 
     Any embedder may be passed in, so its answer is checked before it can be
     stored: one row per text, ``embedder.dimension`` finite floats each. A vector
@@ -48,7 +52,7 @@ def embed_contents(embedder: Embedder, texts: Sequence[str]) -> NDArray[np.float
     if not texts:
         return np.zeros((0, embedder.dimension), dtype=np.float32)
     try:
-        answer = embedder.embed(list(texts))
+        answer = embed_within(embedder, list(texts), timeout)
         matrix = np.ascontiguousarray(answer, dtype=np.float32)
     except EngramError:
         raise

@@ -172,7 +172,8 @@ class WritePath:
         out: list[NDArray[np.float32] | None] = [None] * len(proposals)
         if not wanted or not vectors_enabled(self._store, self._embedder):
             return tuple(out), None
-        matrix = embed_contents(self._embedder, [proposals[i].content for i in wanted])
+        matrix = embed_contents(self._embedder, [proposals[i].content for i in wanted],
+                                self._config.write.embed_timeout_seconds)  # fmt: skip
         for row, index in enumerate(wanted):
             out[index] = matrix[row]
         return tuple(out), self._embedder.model_id

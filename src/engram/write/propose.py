@@ -30,6 +30,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from engram.deadline import call_within
 from engram.errors import ConfigError, EngramError
 from engram.types import Authority, Proposal, Source, SourceKind, Turn
 from engram.write.detectors import is_transient_chatter
@@ -225,7 +226,12 @@ class LLMProposer:
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         request = urllib.request.Request(self._url, body.encode(), headers, method="POST")
-        return _message_text(_send(request, self._timeout))
+        seconds = self._timeout  # per socket read and, here, for the whole answer
+
+        def late() -> EngramError:
+            return EngramError(f"LLM proposer: the endpoint did not answer within {seconds:g} s")
+
+        return _message_text(call_within(lambda: _send(request, seconds), seconds, late))
 
 
 def _send(request: urllib.request.Request, timeout: float) -> Any:

@@ -22,6 +22,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from engram.deadline import call_within
 from engram.errors import ConfigError, EngramError
 from engram.lifecycle.consolidate.summarise import ExtractiveSummariser, date_phrase
 from engram.types import Record, Sensitivity
@@ -94,6 +95,16 @@ class LLMSummariser:
         return _within(header + text, limit)
 
     def _post(self, body: Mapping[str, Any]) -> Any:
+        """The endpoint's JSON answer, within ``timeout`` seconds for the whole answer (a
+        socket timeout alone bounds each read, not a server that trickles bytes)."""
+        seconds = self._timeout
+
+        def late() -> EngramError:
+            return EngramError(f"LLM summariser: the endpoint did not answer within {seconds:g} s")
+
+        return call_within(lambda: self._post_once(body), seconds, late)
+
+    def _post_once(self, body: Mapping[str, Any]) -> Any:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"

@@ -142,6 +142,7 @@ def open_pool(url: str, config: PostgresConfig, server: Server) -> ConnectionPoo
         kwargs={"autocommit": True, "connect_timeout": config.connect_timeout_s},
         configure=_configure(config),
         timeout=config.pool_timeout_s,
+        reconnect_timeout=config.reconnect_timeout_s,  # see PostgresConfig
         open=False,
         name="engram",
     )

@@ -93,7 +93,9 @@ def translate(exc: BaseException, server: Server, doing: str) -> StoreError:
     if isinstance(exc, pg_errors.QueryCanceled):
         return StatementTimeout(f"PostgreSQL {server.where()} cancelled {doing}: {detail}")
     if isinstance(exc, PoolTimeout):
-        return Unavailable(f"no PostgreSQL connection to {server.where()} free for {doing}")
+        return Unavailable(f"no PostgreSQL connection to {server.where()} for {doing} within "
+                           "the pool timeout: the server is down or every connection is "
+                           "busy (PostgresConfig.pool_timeout_s)")  # fmt: skip
     if isinstance(exc, psycopg.IntegrityError):
         return ConstraintViolation(f"{doing} broke a rule of {server.where()}: {detail}")
     if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):

@@ -31,10 +31,12 @@ from engram.engram import Engram
 from engram.surfaces.dashboard import dashboard_app, redirect_to
 from engram.surfaces.principal import Authenticator
 from engram.surfaces.rest.limits import BodyLimit
-from engram.surfaces.rest.problems import Problem, install
+from engram.surfaces.rest.problems import Problem, install, problems
+from engram.surfaces.rest.ratelimit import Limiter, SharedBuckets, TokenBuckets
 from engram.surfaces.rest.routes import ROUTERS
 from engram.surfaces.rest.schemas import ImportBody
 from engram.surfaces.rest.settings import RestSettings
+from engram.working.redis_url import RedisTarget
 
 if TYPE_CHECKING:
     from engram.surfaces.mcp.http import McpEndpoint
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["create_app"]
 
 _VERSION = "1"
+_RATE_REDIS_TIMEOUT_S = 0.5  # a shared bucket Redis slower than this: per-process buckets
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:
@@ -54,8 +57,32 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
             definitions = model.model_json_schema(ref_template="#/components/schemas/{model}")
             components.update(definitions.pop("$defs", {}))
             components[model.__name__] = definitions
+        _declare_rate_limit(schema)
         app.openapi_schema = schema
     return app.openapi_schema
+
+
+def _declare_rate_limit(schema: dict[str, Any]) -> None:
+    """Declare the 429 (and its ``Retry-After``) on every route an API key calls: the
+    rate limit sits in the authentication every ``/v1`` route shares."""
+    declared = problems(429)[429]
+    retry = {"Retry-After": {"description": "seconds until the key may call again",
+                             "schema": {"type": "integer", "minimum": 1}}}  # fmt: skip
+    for path, operations in schema.get("paths", {}).items():
+        if not path.startswith("/v1/"):
+            continue
+        for operation in operations.values():
+            operation.setdefault("responses", {})["429"] = {**declared, "headers": retry}
+
+
+def _limiter(settings: RestSettings) -> Limiter | None:
+    """The rate limit: none, buckets in this process, or buckets shared through Redis."""
+    if settings.rate_limit <= 0:
+        return None
+    if settings.rate_limit_redis is None:
+        return TokenBuckets(settings.rate_limit, settings.rate_burst)
+    client = RedisTarget.parse(settings.rate_limit_redis).client(_RATE_REDIS_TIMEOUT_S)
+    return SharedBuckets(client, settings.rate_limit, settings.rate_burst)
 
 
 def _mcp_endpoint(mem: Engram, auth: Authenticator, settings: RestSettings) -> McpEndpoint | None:
@@ -96,6 +123,7 @@ def create_app(mem: Engram, auth: Authenticator, settings: RestSettings | None =
     app.state.engram = mem
     app.state.authenticator = auth
     app.state.settings = chosen
+    app.state.limiter = _limiter(chosen)
     app.state.mcp = endpoint
     for router in ROUTERS:
         app.include_router(router)

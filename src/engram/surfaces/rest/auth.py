@@ -17,6 +17,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from engram.engram import Engram
 from engram.errors import Forbidden
 from engram.surfaces.principal import Authenticator, Principal
+from engram.surfaces.rest.ratelimit import Limiter
 
 __all__ = ["Caller", "Mem", "Unauthenticated", "authenticate_late", "current_engram", "principal"]
 
@@ -47,7 +48,8 @@ async def principal(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
-    """The authenticated caller of ``request`` (async: a digest and a stat, no I/O wait)."""
+    """The authenticated caller of ``request`` (async: a digest and a stat, no I/O wait),
+    after one token of its key's rate limit (``RateLimited`` when none is left)."""
     if credentials is None:
         raise Unauthenticated("send the API key as 'Authorization: Bearer <key>'", None)
     authenticator: Authenticator = request.app.state.authenticator
@@ -56,6 +58,9 @@ async def principal(
     except Forbidden as exc:
         raise Unauthenticated(str(exc), "invalid_token") from None
     request.state.principal = found
+    limiter: Limiter | None = request.app.state.limiter
+    if limiter is not None:  # before the handler: a refused request does nothing
+        limiter.take(found.key_id)
     return found
 
 

@@ -29,6 +29,7 @@ from starlette.exceptions import HTTPException
 from engram.errors import EngramError, Forbidden, PartialWrite
 from engram.surfaces.errors import PROTOCOL, TABLE, Outcome, outcome_for, protocol_outcome
 from engram.surfaces.rest.auth import Unauthenticated, authenticate_late
+from engram.surfaces.rest.ratelimit import RateLimited
 from engram.surfaces.rest.views import write_view
 from engram.types import WriteResult
 
@@ -111,6 +112,12 @@ async def _unauthenticated(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, Unauthenticated)
     return problem_response(PROTOCOL[401], exc.detail, request.url.path,
                             {"WWW-Authenticate": exc.challenge})  # fmt: skip
+
+
+async def _rate_limited(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RateLimited)
+    return problem_response(PROTOCOL[429], str(exc), request.url.path,
+                            {"Retry-After": str(exc.retry_after)})  # fmt: skip
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
@@ -196,6 +203,7 @@ def install(app: FastAPI) -> None:
     """Register the handlers that turn every failure into a problem document."""
     app.add_exception_handler(EngramError, _engram_error)
     app.add_exception_handler(Unauthenticated, _unauthenticated)
+    app.add_exception_handler(RateLimited, _rate_limited)
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(Exception, _internal)

@@ -1,4 +1,4 @@
-"""What a REST deployment may tune: request size limits and where the dashboard mounts."""
+"""What a REST deployment may tune: request size and rate limits, where the dashboard mounts."""
 
 from __future__ import annotations
 
@@ -22,13 +22,23 @@ class RestSettings:
     where the MCP streamable HTTP endpoint is mounted (None: not at all; it is
     also absent when the ``mcp`` extra is not installed). ``host`` is where the
     server listens: on a loopback host the MCP SDK's DNS-rebinding protection
-    accepts only a loopback ``Host`` header."""
+    accepts only a loopback ``Host`` header.
+
+    ``rate_limit`` is how many requests a second each API key may make, sustained,
+    and ``rate_burst`` how many it may make at once after a pause (a token bucket
+    per key: ``surfaces.rest.ratelimit``); past them a request is 429 with
+    ``Retry-After``. ``rate_limit=0`` turns the limit off. ``rate_limit_redis``
+    (a ``redis://`` URL) keeps the buckets there, shared by every worker process;
+    None keeps them in this process (see that module)."""
 
     max_body_bytes: int = _MiB
     max_import_bytes: int = 64 * _MiB
     ui_path: str = "/ui"
     mcp_path: str | None = "/mcp"
     host: str = "127.0.0.1"
+    rate_limit: float = 100.0
+    rate_burst: int = 200
+    rate_limit_redis: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_import_bytes"):
@@ -41,6 +51,12 @@ class RestSettings:
                 raise ConfigError(f"{name} must start with '/' and not end with one")
         if self.mcp_path is not None and self.mcp_path.startswith(("/v1/", "/problems/")):
             raise ConfigError("mcp_path must not be under /v1/ or /problems/")
+        rate = self.rate_limit
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate < 1e9:
+            raise ConfigError("rate_limit must be a number of requests a second >= 0 (0: off)")
+        burst = self.rate_burst
+        if isinstance(burst, bool) or not isinstance(burst, int) or not 1 <= burst <= 10**9:
+            raise ConfigError("rate_burst must be an integer of at least 1")
 
     def limit_for(self, method: str, path: str) -> int:
         """The body limit of one request."""

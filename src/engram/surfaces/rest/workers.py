@@ -28,13 +28,14 @@ if TYPE_CHECKING:
 __all__ = ["WorkerSpec", "run_workers", "worker_app"]
 
 _PREFIX = "ENGRAM_SERVE_"
-_FIELDS = ("db", "working", "embedder", "keys", "max_body_bytes", "host")
+_FIELDS = ("db", "working", "embedder", "keys", "max_body_bytes", "host", "rate_limit",
+           "rate_burst", "rate_limit_redis")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
 class WorkerSpec:
     """What every worker opens: the store, working memory, embedder, keys, body limit,
-    and the host it listens on (the MCP endpoint's Host check)."""
+    the host it listens on (the MCP endpoint's Host check) and the rate limit."""
 
     db: str
     working: str | None
@@ -42,6 +43,9 @@ class WorkerSpec:
     keys: str | None  # None: the keys come from ENGRAM_API_KEYS
     max_body_bytes: int
     host: str = "127.0.0.1"
+    rate_limit: float = 100.0  # each worker keeps its own buckets (surfaces.rest.ratelimit)
+    rate_burst: int = 200
+    rate_limit_redis: str | None = None  # the buckets every worker shares (None: per worker)
 
     def export(self) -> None:
         """Put this spec in the environment the workers inherit."""
@@ -54,7 +58,8 @@ class WorkerSpec:
         """The spec the parent exported."""
         read = {name: os.environ[_PREFIX + name.upper()] for name in _FIELDS}
         return cls(read["db"], read["working"] or None, read["embedder"], read["keys"] or None,
-                   int(read["max_body_bytes"]), read["host"])  # fmt: skip
+                   int(read["max_body_bytes"]), read["host"], float(read["rate_limit"]),
+                   int(read["rate_burst"]), read["rate_limit_redis"] or None)  # fmt: skip
 
 
 def worker_app() -> FastAPI:
@@ -65,8 +70,10 @@ def worker_app() -> FastAPI:
     spec = WorkerSpec.imported()
     mem = Engram.open(spec.db, embedder=spec.embedder, working=spec.working)
     atexit.register(mem.close)
-    return create_app(mem, KeyRing.from_environment(spec.keys),
-                      RestSettings(max_body_bytes=spec.max_body_bytes, host=spec.host))  # fmt: skip
+    settings = RestSettings(max_body_bytes=spec.max_body_bytes, host=spec.host,
+                            rate_limit=spec.rate_limit, rate_burst=spec.rate_burst,
+                            rate_limit_redis=spec.rate_limit_redis)  # fmt: skip
+    return create_app(mem, KeyRing.from_environment(spec.keys), settings)
 
 
 def run_workers(spec: WorkerSpec, host: str, port: int, workers: int, access_log: bool,

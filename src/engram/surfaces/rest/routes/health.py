@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import APIRouter, Path
@@ -45,17 +46,23 @@ async def healthz() -> dict[str, str]:
 
 @router.get("/readyz", response_model=HealthOut, responses=problems(503))
 def readyz(mem: Mem) -> dict[str, str]:
-    """Readiness: one read of the store and one of working memory succeed."""
-    try:
-        mem.list(_PROBE, limit=1)
-        mem.working(_PROBE).get("readyz")
-    except EngramError as exc:
-        # The cause names hosts and databases: it goes to the server's log, not to an
-        # unauthenticated caller.
-        _log.warning("not ready: %s: %s", type(exc).__name__, exc)
-        raise Unavailable("not ready: the store or working memory cannot be used "
-                          "(the server's log says why)") from exc  # fmt: skip
+    """Readiness: one read of the store and one of working memory succeed. A 503 says
+    which of them failed; its cause (hosts, databases) goes to the server's log only."""
+    _probe("the store", lambda: mem.list(_PROBE, limit=1))
+    _probe("working memory", lambda: mem.working(_PROBE).get("readyz"))
     return {"status": "ready"}
+
+
+def _probe(part: str, read: Callable[[], object]) -> None:
+    """Run ``read``; an Engram error becomes ``Unavailable`` naming ``part``. The cause
+    names hosts and databases: it goes to the server's log, not to an unauthenticated
+    caller."""
+    try:
+        read()
+    except EngramError as exc:
+        _log.warning("not ready: %s: %s: %s", part, type(exc).__name__, exc)
+        raise Unavailable(f"not ready: {part} cannot be used (the server's log says "
+                          "why)") from exc  # fmt: skip
 
 
 @router.get("/problems/{slug}", response_model=ProblemTypeOut, responses=problems(404, 422))

@@ -1,0 +1,171 @@
+"""Per-key rate limits: a token bucket per API key, 429 problem+json with Retry-After.
+
+The bucket's arithmetic is checked on a test clock; the REST checks go through
+the real app on a real SQLite file: a key past its burst is refused with 429
+and ``Retry-After``, the refused request stores nothing, another key (even of
+the same tenant) is not slowed, and ``rate_limit=0`` turns the limit off.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from limits_support import is_problem, rest
+
+from engram import ConfigError, Context, Engram
+from engram.surfaces.rest.ratelimit import RateLimited, TokenBuckets
+from engram.surfaces.rest.settings import RestSettings
+
+ME = {"user_id": "u1", "agent_id": "coder"}
+
+
+class Clock:
+    """Seconds that move only when told."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_bucket_gives_its_burst_then_refills_at_its_rate() -> None:
+    clock = Clock()
+    buckets = TokenBuckets(rate=2.0, burst=3, clock=clock)
+    for _ in range(3):
+        buckets.take("k1")
+    with pytest.raises(RateLimited) as caught:
+        buckets.take("k1")
+    assert caught.value.retry_after == 1  # half a second to the next token: whole seconds up
+    buckets.take("k2")  # another key has a bucket of its own
+    clock.now += 0.5
+    buckets.take("k1")
+    with pytest.raises(RateLimited):
+        buckets.take("k1")
+    clock.now += 60  # a long pause refills to the burst, never beyond it
+    for _ in range(3):
+        buckets.take("k1")
+    with pytest.raises(RateLimited):
+        buckets.take("k1")
+
+
+def test_retry_after_counts_whole_seconds_up_at_a_slow_rate() -> None:
+    clock = Clock()
+    buckets = TokenBuckets(rate=0.1, burst=1, clock=clock)
+    buckets.take("k")
+    with pytest.raises(RateLimited) as caught:
+        buckets.take("k")
+    assert caught.value.retry_after == 10
+    assert "retry after 10 s" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "changes", [{"rate_limit": -1}, {"rate_limit": float("nan")}, {"rate_burst": 0},
+                {"rate_burst": 2.5}, {"rate_limit": True}],
+)  # fmt: skip
+def test_unusable_rate_settings_are_refused(changes: dict[str, object]) -> None:
+    with pytest.raises(ConfigError):
+        RestSettings(**changes)  # type: ignore[arg-type]
+
+
+def _written(mem: Engram) -> int:
+    mem.flush()
+    return len(mem.list(Context(tenant_id="acme", user_id="u1", agent_id="coder"), limit=1000))
+
+
+def test_a_key_past_its_burst_gets_429_and_nothing_is_stored(
+    sqlite_file_url: str, tmp_path: Path
+) -> None:
+    mem = Engram.open(sqlite_file_url, embedder="hashing")
+    settings = RestSettings(rate_limit=0.01, rate_burst=3, mcp_path=None)
+    try:
+        with rest(mem, tmp_path, settings) as api:
+            for i in range(3):
+                body = {**ME, "content": f"Queue {i} drains every {i + 1} minutes."}
+                assert api.call("POST", "/v1/memories", json=body).status_code == 200
+            refused = api.call("POST", "/v1/memories", json={**ME, "content": "Never stored."})
+            problem = is_problem(refused, 429)
+            assert problem["type"] == "/problems/rate-limited"
+            assert int(refused.headers["retry-after"]) >= 1
+            assert "rate limit" in problem["detail"]
+            assert _written(mem) == 3
+            garbled = api.call("POST", "/v1/memories", content=b'{"user_id": ',
+                               headers={"Content-Type": "application/json"})  # fmt: skip
+            is_problem(garbled, 429)  # the late key check of a malformed body: 429, not a 500
+            other = api.call("GET", "/v1/memories?user_id=u1&agent_id=coder", key="acme2")
+            assert other.status_code == 200  # the same tenant's other key is not slowed
+            assert api.call("GET", "/healthz").status_code == 200  # no key, no bucket
+            schema = api.client.get("/openapi.json").json()
+            declared = schema["paths"]["/v1/memories"]["post"]["responses"]["429"]
+            assert "Retry-After" in declared["headers"]
+    finally:
+        mem.close()
+
+
+def test_rate_limit_zero_turns_the_limit_off(sqlite_file_url: str, tmp_path: Path) -> None:
+    mem = Engram.open(sqlite_file_url, embedder="hashing")
+    settings = RestSettings(rate_limit=0, rate_burst=1, mcp_path=None)
+    try:
+        with rest(mem, tmp_path, settings) as api:
+            statuses = {api.call("GET", "/v1/memories?user_id=u1").status_code
+                        for _ in range(30)}  # fmt: skip
+            assert statuses == {200}
+    finally:
+        mem.close()
+
+
+def test_serve_takes_the_rate_flags() -> None:
+    import argparse
+
+    from engram.surfaces.rest.cli import add_command
+
+    parser = argparse.ArgumentParser()
+    add_command(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["serve", "--rate-limit", "5", "--rate-burst", "9"])
+    assert (args.rate_limit, args.rate_burst) == (5.0, 9)
+    defaults = parser.parse_args(["serve"])
+    assert (defaults.rate_limit, defaults.rate_burst) == (100.0, 200)
+
+
+def test_workers_share_a_bucket_through_redis(sqlite_file_url: str, tmp_path: Path) -> None:
+    """Two apps over one store stand for two ``--workers`` processes: with the buckets
+    in Redis a key's burst is spent across both; with Redis gone each falls back to
+    buckets of its own and keeps answering."""
+    from fastapi.testclient import TestClient
+    from limits_support import PrivateRedis, Rest
+
+    from engram.surfaces.rest import KeyRing, create_app
+
+    redis_server = PrivateRedis()
+    mem = Engram.open(sqlite_file_url, embedder="hashing")
+    shared = RestSettings(rate_limit=0.01, rate_burst=3, mcp_path=None,
+                          rate_limit_redis=redis_server.url)  # fmt: skip
+    listing = "/v1/memories?user_id=u1"
+    try:
+        with (
+            rest(mem, tmp_path, shared) as first,
+            TestClient(create_app(mem, KeyRing(path=tmp_path / "keys.json"), shared)) as client,
+        ):
+            second = Rest(client, mem, first.keys)  # the same keys, another process's app
+            assert [first.call("GET", listing).status_code for _ in range(2)] == [200, 200]
+            assert second.call("GET", listing).status_code == 200
+            is_problem(first.call("GET", listing), 429)
+            is_problem(second.call("GET", listing), 429)
+            redis_server.kill()
+            assert first.call("GET", listing).status_code == 200  # its own bucket now
+    finally:
+        mem.close()
+        redis_server.kill()
+
+
+def test_the_worker_spec_carries_the_rate_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engram.surfaces.rest.workers import WorkerSpec
+
+    spec = WorkerSpec("sqlite:///x.db", "redis://127.0.0.1:1/0", "hashing", None, 4096,
+                      "127.0.0.1", 7.5, 11, "redis://127.0.0.1:1/0")  # fmt: skip
+    for name in ("DB", "WORKING", "EMBEDDER", "KEYS", "MAX_BODY_BYTES", "HOST", "RATE_LIMIT",
+                 "RATE_BURST", "RATE_LIMIT_REDIS"):  # fmt: skip
+        monkeypatch.setenv(f"ENGRAM_SERVE_{name}", "")  # undone (deleted) after the test
+    spec.export()
+    assert WorkerSpec.imported() == spec
