@@ -27,16 +27,17 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from pg_records import T0
+from pg_records import T0, make_record, vector_for
 
 from engram import Context, Engram
 from engram.store import contract
 from engram.store.audit import AuditEntry
-from engram.store.postgres import PostgresConfig, PostgresStore
-from engram.store.predicate import Subject
+from engram.store.postgres import PostgresConfig, PostgresStore, sql
+from engram.store.predicate import Subject, Visibility
 
 OpenMem = Callable[..., Engram]
 CTX = Context(tenant_id="acme", user_id="u1", agent_id="coder")
+VIS_U1 = Visibility("acme", "u1", "", (None, None, None, None))
 BOUNDS = {"remember": 16, "remember_many": 610, "supersede": 1010, "share": 620}
 _KINDS = {
     "lock": "SELECT pg_advisory_xact_lock", "meta": "SELECT key, value FROM engram_meta",
@@ -137,6 +138,22 @@ def store(pg_url: str) -> Iterator[PostgresStore]:
 def _audit(user: str | None, note: str) -> contract.Audit:
     actor = f"user:{user}" if user else "admin"
     return contract.Audit(AuditEntry(T0, "acme", user, actor, "NOTE", [], note))
+
+
+def test_a_bulk_apply_inserts_at_most_insert_rows_records_per_statement(
+    store: PostgresStore,
+) -> None:
+    """A bulk load's inserts go in statements of ``sql.INSERT_ROWS`` rows: one
+    statement of 500 (each row an HNSW insert) ran past the statement timeout on a
+    loaded machine."""
+    count = 2 * sql.INSERT_ROWS + 7
+    records = [make_record(f"bulk memory {i}") for i in range(count)]
+    sent: list[str] = []
+    store.tracer = lambda text, params: sent.append(text)
+    store.apply([contract.Insert(r, vector_for(r.content)) for r in records])
+    store.tracer = None
+    assert sum(text.startswith(sql.INSERT_MANY) for text in sent) == 3
+    assert len(store.read(VIS_U1, [r.id for r in records])) == count
 
 
 def test_entries_of_many_transactions_on_two_stores_chain_as_one(

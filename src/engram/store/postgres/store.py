@@ -321,8 +321,8 @@ class PostgresStore(Shares, Lifecycle):
             raise StoreError(f"unknown change {type(change).__name__}")
 
     def _insert(self, conn: Conn, inserts: Sequence[contract.Insert]) -> None:
-        """Insert new records (one statement per tenant), claiming the vector model
-        first; refuse a new version of a deleted record."""
+        """Insert new records (one statement per tenant and ``sql.INSERT_ROWS`` rows),
+        claiming the vector model first; refuse a new version of a deleted record."""
         if not inserts:
             return
         self._refuse_forgotten(conn, [change.record for change in inserts])
@@ -337,7 +337,8 @@ class PostgresStore(Shares, Lifecycle):
         for change in inserts:
             by_tenant.setdefault(change.record.tenant_id, []).append(self._row(change))
         for rows in by_tenant.values():
-            conn.execute(*sql.insert_many(rows))
+            for start in range(0, len(rows), sql.INSERT_ROWS):
+                conn.execute(*sql.insert_many(rows[start : start + sql.INSERT_ROWS]))
 
     @staticmethod
     def _row(change: contract.Insert) -> dict[str, Any]:
