@@ -158,6 +158,13 @@ def test_a_forget_racing_a_correction_leaves_nothing_of_the_chain(
         assert [r for r in a.list(ctx, status=None, limit=1000) if r.key == KEY] == []
 
 
+# What three other writers can legitimately defeat in a forget's physical checks on
+# PostgreSQL: an open snapshot keeps dead rows past VACUUM, a held lock keeps
+# VACUUM FULL from rewriting, so the files still hold the text. The receipt says
+# so (verified False); every logical check must still pass.
+_CONTENDED = {"dead tuples", "rewrite", "relation file bytes"}
+
+
 def test_many_writers_on_one_key_keep_the_version_graph(
     shared_url: str, open_mem: OpenMem, ctx: Context
 ) -> None:
@@ -181,7 +188,8 @@ def test_many_writers_on_one_key_keep_the_version_graph(
                 elif op == "expire":
                     mem.expire(ctx, active[0].id)
                 else:
-                    assert mem.forget(ctx, active[0].id).verified
+                    receipt = mem.forget(ctx, active[0].id)
+                    assert set(receipt.failed) <= _CONTENDED, receipt.failed
             except (Conflict, NotFound):
                 pass  # another writer changed it first: reported, nothing written
             except BaseException as exc:
