@@ -45,10 +45,10 @@ from common import REPO, machine, print_table, temp_dir, write_results
 
 sys.path.insert(0, str(REPO / "tests" / "reliability"))
 
-from fuzz_calls_support import AsgiClient, Report, RestSurface, SdkSurface, run_calls  # noqa: E402
-from fuzz_support import World, build_world  # noqa: E402
+from fuzz_calls_support import AsgiClient, Report, RestSurface, SdkSurface, run_calls
+from fuzz_support import World, build_world
 
-from engram import Config, Engram  # noqa: E402
+from engram import Config, Engram
 
 REDIS = "redis://127.0.0.1:6379/15"
 RESULTS = REPO / "benchmarks" / "results"
@@ -130,7 +130,9 @@ def _served(app: Any) -> Iterator[str]:
         thread.join(30)
 
 
-def _run(surface: str, url: str, root: Path, args: argparse.Namespace, calls: int) -> dict[str, Any]:
+def _run(
+    surface: str, url: str, root: Path, args: argparse.Namespace, calls: int
+) -> dict[str, Any]:
     """One run: a world on ``url`` and ``calls`` judged calls through ``surface``."""
     mem = _open(url)
     try:

@@ -6,7 +6,7 @@ exactly as the oracle says. Through the SDK on a SQLite file and on PostgreSQL,
 through the REST API (one key per tenant) in process, and a smoke over a real
 socket. ``benchmarks/fuzz_isolation.py`` runs the same harness at >= 100K calls.
 
-``ENGRAM_FUZZ_CALLS`` sets the calls per SDK run (default 800; REST runs make 60%)."""
+``ENGRAM_FUZZ_CALLS`` sets the calls per SDK run (default 600; REST runs make 60%)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from fuzz_support import Caller, World, build_world
 
 from engram import Engram
 
-CALLS = int(os.environ.get("ENGRAM_FUZZ_CALLS", "800"))
+CALLS = int(os.environ.get("ENGRAM_FUZZ_CALLS", "600"))
 
 
 def assert_isolated(world: World, report: Report) -> None:
