@@ -6,6 +6,8 @@
   ``/v1/chat/completions`` server on loopback that waits ``delay`` seconds before
   each answer (a remote model that accepts the connection and hangs), or sends it
   one byte at a time (``trickle``: each read is quick, the answer never ends);
+* ``HungServer``: a loopback socket that accepts connections and never answers
+  (a Redis that hangs);
 * ``PrivateRedis`` and ``PrivatePostgres``: servers of the test's own, on their
   own port or socket, that a test stops and starts again (never the shared ones);
 * ``rest``: a REST app over an Engram with real keys, in process.
@@ -42,6 +44,7 @@ from engram.types import Authority, Record, Retention, Sensitivity, Source, Stat
 
 __all__ = [
     "FakeModelServer",
+    "HungServer",
     "PrivatePostgres",
     "PrivateRedis",
     "Rest",
@@ -160,6 +163,31 @@ def fake_model_server(delay: float = 0.0) -> Iterator[FakeModelServer]:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+class HungServer:
+    """A loopback port that accepts every connection and never sends a byte back: a
+    client's reads wait out their timeout (a hung server, not a refused one)."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0), backlog=128)
+        self.url = f"redis://127.0.0.1:{self._listener.getsockname()[1]}/0"
+        self._held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:  # closed
+                return
+            self._held.append(conn)
+
+    def close(self) -> None:
+        """Stop accepting and drop the held connections."""
+        self._listener.close()
+        for conn in self._held:
+            conn.close()
 
 
 class PrivateRedis:

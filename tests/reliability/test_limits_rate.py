@@ -8,13 +8,15 @@ the same tenant) is not slowed, and ``rate_limit=0`` turns the limit off.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-from limits_support import is_problem, rest
+from limits_support import HungServer, is_problem, rest
 
 from engram import ConfigError, Context, Engram
-from engram.surfaces.rest.ratelimit import RateLimited, TokenBuckets
+from engram.surfaces.rest.ratelimit import RateLimited, SharedBuckets, TokenBuckets
 from engram.surfaces.rest.settings import RestSettings
 
 ME = {"user_id": "u1", "agent_id": "coder"}
@@ -169,3 +171,111 @@ def test_the_worker_spec_carries_the_rate_limit(monkeypatch: pytest.MonkeyPatch)
         monkeypatch.setenv(f"ENGRAM_SERVE_{name}", "")  # undone (deleted) after the test
     spec.export()
     assert WorkerSpec.imported() == spec
+
+
+def _keyed_app(mem: Engram, tmp_path: Path, settings: RestSettings) -> tuple[Any, str]:
+    """The REST app over ``mem`` and one admin key of tenant acme."""
+    from engram.surfaces.rest import KeyFile, KeyRing, create_app
+
+    path = tmp_path / "keys.json"
+    key = KeyFile(path).create("acme", admin=True)[1]
+    return create_app(mem, KeyRing(path=path), settings), key
+
+
+def test_a_hung_rate_limit_redis_never_stalls_the_event_loop(
+    sqlite_file_url: str, tmp_path: Path
+) -> None:
+    """A Redis that accepts and never answers costs the first wave of requests one
+    timeout (0.5 s) together, not 0.5 s each on the event loop; ``/healthz`` answers
+    meanwhile, and until the next probe no request waits on that Redis again."""
+    import asyncio
+
+    import httpx
+
+    hung = HungServer()
+    mem = Engram.open(sqlite_file_url, embedder="hashing")
+    settings = RestSettings(rate_limit=1000, rate_burst=1000, mcp_path=None,
+                            rate_limit_redis=hung.url)  # fmt: skip
+    app, key = _keyed_app(mem, tmp_path, settings)
+    auth = {"Authorization": f"Bearer {key}"}
+    listing = "/v1/memories?user_id=u1"
+
+    async def scenario() -> tuple[list[int], float, float, float]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://engram") as client:
+            started = time.monotonic()
+            wave = [asyncio.create_task(client.get(listing, headers=auth)) for _ in range(8)]
+            await asyncio.sleep(0.05)  # the wave is waiting on Redis now
+            assert (await client.get("/healthz")).status_code == 200
+            healthz = time.monotonic() - started
+            statuses = [answer.status_code for answer in await asyncio.gather(*wave)]
+            together = time.monotonic() - started
+            after = time.monotonic()
+            statuses += [(await client.get(listing, headers=auth)).status_code
+                         for _ in range(6)]  # fmt: skip
+            return statuses, healthz, together, time.monotonic() - after
+
+    try:
+        statuses, healthz, together, after = asyncio.run(scenario())
+    finally:
+        mem.close()
+        hung.close()
+    assert statuses == [200] * 14  # per-process buckets answer while Redis hangs
+    assert healthz < 0.4, f"/healthz took {healthz:.2f} s behind a hung Redis"
+    assert together < 2.0, f"8 requests took {together:.2f} s: serialized on the loop"
+    assert after < 1.0, f"6 requests after the failure took {after:.2f} s: waited on Redis"
+
+
+def test_a_degraded_limiter_probes_redis_once_per_interval(tmp_path: Path) -> None:
+    """While Redis fails the buckets are the process's own; after ``probe_every`` one
+    request (one only) tries Redis again, and when Redis answers the shared buckets
+    are back."""
+    import anyio
+    from limits_support import PrivateRedis
+
+    from engram.working.redis_url import RedisTarget
+
+    redis_server = PrivateRedis()
+    clock = Clock()
+    client = RedisTarget.parse(redis_server.url).client(0.5)
+    buckets = SharedBuckets(client, rate=100, burst=100, probe_every=5.0, clock=clock)
+
+    async def timed(limiter: SharedBuckets, count: int) -> list[float]:
+        spent: list[float] = []
+
+        async def one() -> None:
+            started = time.monotonic()
+            await limiter.acquire("k")
+            spent.append(time.monotonic() - started)
+
+        async with anyio.create_task_group() as group:
+            for _ in range(count):
+                group.start_soon(one)
+        return sorted(spent)
+
+    hung = HungServer()
+    stuck = SharedBuckets(RedisTarget.parse(hung.url).client(0.5), rate=100, burst=100,
+                          probe_every=5.0, clock=clock)  # fmt: skip
+    try:
+        anyio.run(stuck.acquire, "k")  # the first failure: one timeout, then degraded
+        assert max(anyio.run(timed, stuck, 5)) < 0.3  # inside the interval: never asks Redis
+        clock.now += 5.1
+        spent = anyio.run(timed, stuck, 5)
+        assert spent[-1] >= 0.4  # one probe waited on Redis ...
+        assert spent[-2] < 0.3  # ... and the others did not
+        assert max(anyio.run(timed, stuck, 3)) < 0.3  # the probe failed: another interval
+
+        anyio.run(buckets.acquire, "k")
+        assert client.exists("engram:ratelimit:k") == 1  # shared while Redis answers
+        redis_server.kill()
+        anyio.run(buckets.acquire, "k")  # refused: the process's own bucket
+        redis_server.start()
+        anyio.run(buckets.acquire, "k2")
+        assert client.exists("engram:ratelimit:k2") == 0  # no probe before the interval
+        clock.now += 5.1
+        anyio.run(buckets.acquire, "k3")  # the probe finds Redis again
+        anyio.run(buckets.acquire, "k4")
+        assert client.exists("engram:ratelimit:k3", "engram:ratelimit:k4") == 2
+    finally:
+        hung.close()
+        redis_server.kill()

@@ -116,3 +116,27 @@ def test_the_endpoint_mounts_in_a_fastapi_app(mem: Engram, keys: Keys) -> None:
         added = structured(_call(f"{base}/mcp", "remember", MEMORY, Authorization="Bearer key-u1"))
         assert added["operation"] == "ADD"
         assert _post(f"{base}/mcp").status_code == 401
+
+
+def test_the_rest_apps_mcp_endpoint_spends_the_keys_rate_limit(mem: Engram, keys: Keys) -> None:
+    """``/mcp`` in the REST app takes a token of the key's bucket per request, the same
+    bucket as ``/v1``: past the burst it is 429 problem+json with ``Retry-After``."""
+    from engram.surfaces.rest import RestSettings, create_app
+
+    settings = RestSettings(rate_limit=0.01, rate_burst=2)
+    with serving(create_app(mem, keys, settings)) as base:
+        url = f"{base}/mcp"
+        passed = [_post(url, Authorization="Bearer key-u1").status_code for _ in range(2)]
+        assert passed == [200, 200]
+        refused = _post(url, Authorization="Bearer key-u1")
+        assert refused.status_code == 429
+        assert refused.headers["content-type"] == "application/problem+json"
+        assert int(refused.headers["retry-after"]) >= 1
+        problem = refused.json()
+        assert problem["type"] == "urn:engram:problem:rate-limited"
+        assert "rate limit" in problem["detail"]
+        assert _post(url, Authorization="Bearer key-u2").status_code == 200  # its own bucket
+        rest = httpx.get(f"{base}/v1/memories?user_id=u1", timeout=30,
+                         headers={"Authorization": "Bearer key-u1"})  # fmt: skip
+        assert rest.status_code == 429  # one bucket per key across both surfaces
+        assert _post(url).status_code == 401  # no key: refused before any bucket

@@ -7,8 +7,10 @@ call's ``Context`` from it and the ``Engram-*`` headers
 (``identity.context_for``), and only then hands the request to the SDK's
 streamable HTTP transport. A missing or refused key is 401 with
 ``WWW-Authenticate: Bearer``; a user or agent outside the key's reach, or a
-missing user, is the status of its row in ``surfaces.errors``; all as
-``application/problem+json``. The principal's key id also becomes the SDK's
+missing user, is the status of its row in ``surfaces.errors``; with a
+``limiter`` (the REST app's), each authenticated request spends a token of its
+key's bucket first, and a key past its rate limit is 429 with ``Retry-After``;
+all as ``application/problem+json``. The principal's key id also becomes the SDK's
 authenticated user, so a stateful session can only be resumed with the key that
 opened it.
 
@@ -40,10 +42,11 @@ from starlette.types import Receive, Scope, Send
 
 from engram.engram import Engram
 from engram.errors import EngramError, Forbidden
-from engram.surfaces.errors import outcome_for
+from engram.surfaces.errors import PROTOCOL, outcome_for
 from engram.surfaces.mcp.identity import SCOPE_KEY, FromRequest, context_for
 from engram.surfaces.mcp.server import build_server
 from engram.surfaces.principal import Authenticator
+from engram.surfaces.rest.ratelimit import Limiter, RateLimited
 
 __all__ = ["McpEndpoint", "create_http_app", "http_endpoint"]
 
@@ -58,9 +61,11 @@ class McpEndpoint:
         *,
         host: str = "127.0.0.1",
         stateless: bool = True,
+        limiter: Limiter | None = None,
     ) -> None:
         self.server = server
         self._authenticator = authenticator
+        self._limiter = limiter
         self._host = host
         self._stateless = stateless
         self._transport = self._build()
@@ -101,6 +106,13 @@ class McpEndpoint:
         except Forbidden as exc:
             await _problem(send, 401, "Unauthorized", str(exc))
             return
+        if self._limiter is not None:  # before the transport: a refused call does nothing
+            try:
+                await self._limiter.acquire(principal.key_id)
+            except RateLimited as exc:
+                row = PROTOCOL[429]
+                await _problem(send, 429, row.title, str(exc), row.problem, exc.retry_after)
+                return
         try:
             ctx = context_for(principal, headers)
         except EngramError as exc:
@@ -113,9 +125,15 @@ class McpEndpoint:
 
 
 async def _problem(
-    send: Send, status: int, title: str, detail: str, problem: str | None = None
+    send: Send,
+    status: int,
+    title: str,
+    detail: str,
+    problem: str | None = None,
+    retry_after: int | None = None,
 ) -> None:
-    """An ``application/problem+json`` response (RFC 9457)."""
+    """An ``application/problem+json`` response (RFC 9457), with ``Retry-After`` when
+    ``retry_after`` is given."""
     body = json.dumps(
         {
             "type": f"urn:engram:problem:{problem}" if problem else "about:blank",
@@ -130,21 +148,28 @@ async def _problem(
     ]
     if status == 401:
         headers.append((b"www-authenticate", b'Bearer realm="engram"'))
+    if retry_after is not None:
+        headers.append((b"retry-after", str(retry_after).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
 def http_endpoint(
-    mem: Engram, authenticator: Authenticator, *, host: str = "127.0.0.1", stateless: bool = True
+    mem: Engram,
+    authenticator: Authenticator,
+    *,
+    host: str = "127.0.0.1",
+    stateless: bool = True,
+    limiter: Limiter | None = None,
 ) -> McpEndpoint:
     """The authenticated MCP endpoint of ``mem``: identity from each request's key.
 
     ``host`` is where the hosting server listens (a loopback host turns on the SDK's
     DNS-rebinding protection); ``stateless`` answers each POST on its own (no
-    session to resume, any worker can serve any request)."""
-    return McpEndpoint(
-        build_server(mem, FromRequest()), authenticator, host=host, stateless=stateless
-    )
+    session to resume, any worker can serve any request); ``limiter`` is the per-key
+    rate limit (the REST app passes its own, so a key has one bucket for both)."""
+    return McpEndpoint(build_server(mem, FromRequest()), authenticator, host=host,
+                       stateless=stateless, limiter=limiter)  # fmt: skip
 
 
 def create_http_app(

@@ -13,8 +13,9 @@ for people, served under the dashboard's own Content-Security-Policy.
 The MCP streamable HTTP endpoint is mounted at ``settings.mcp_path`` (``/mcp``)
 when the ``mcp`` extra is installed: the same memory tools over the same
 ``Engram``, authenticated by the same ``Authenticator`` (each request's bearer
-key; docs/mcp.md). Its transport runs in the app's lifespan, so a server must
-run the lifespan (``engram serve`` does).
+key; docs/mcp.md) and rate-limited by the same per-key buckets. Its transport
+runs in the app's lifespan, so a server must run the lifespan (``engram serve``
+does).
 """
 
 from __future__ import annotations
@@ -85,8 +86,11 @@ def _limiter(settings: RestSettings) -> Limiter | None:
     return SharedBuckets(client, settings.rate_limit, settings.rate_burst)
 
 
-def _mcp_endpoint(mem: Engram, auth: Authenticator, settings: RestSettings) -> McpEndpoint | None:
-    """The MCP endpoint to mount, or None (no ``mcp_path``, or the extra is absent)."""
+def _mcp_endpoint(
+    mem: Engram, auth: Authenticator, settings: RestSettings, limiter: Limiter | None
+) -> McpEndpoint | None:
+    """The MCP endpoint to mount, or None (no ``mcp_path``, or the extra is absent); it
+    spends the same per-key buckets as ``/v1``."""
     if settings.mcp_path is None:
         return None
     try:
@@ -95,13 +99,14 @@ def _mcp_endpoint(mem: Engram, auth: Authenticator, settings: RestSettings) -> M
         if (exc.name or "").split(".")[0] != "mcp":
             raise
         return None
-    return http_endpoint(mem, auth, host=settings.host)
+    return http_endpoint(mem, auth, host=settings.host, limiter=limiter)
 
 
 def create_app(mem: Engram, auth: Authenticator, settings: RestSettings | None = None) -> FastAPI:
     """The REST API over ``mem``, authenticating callers with ``auth``."""
     chosen = settings or RestSettings()
-    endpoint = _mcp_endpoint(mem, auth, chosen)
+    limiter = _limiter(chosen)
+    endpoint = _mcp_endpoint(mem, auth, chosen, limiter)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -123,7 +128,7 @@ def create_app(mem: Engram, auth: Authenticator, settings: RestSettings | None =
     app.state.engram = mem
     app.state.authenticator = auth
     app.state.settings = chosen
-    app.state.limiter = _limiter(chosen)
+    app.state.limiter = limiter
     app.state.mcp = endpoint
     for router in ROUTERS:
         app.include_router(router)

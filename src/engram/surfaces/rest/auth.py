@@ -49,7 +49,8 @@ async def principal(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
     """The authenticated caller of ``request`` (async: a digest and a stat, no I/O wait),
-    after one token of its key's rate limit (``RateLimited`` when none is left)."""
+    after one token of its key's rate limit (``RateLimited`` when none is left; a
+    shared limiter's Redis round trip runs off the event loop)."""
     if credentials is None:
         raise Unauthenticated("send the API key as 'Authorization: Bearer <key>'", None)
     authenticator: Authenticator = request.app.state.authenticator
@@ -60,7 +61,7 @@ async def principal(
     request.state.principal = found
     limiter: Limiter | None = request.app.state.limiter
     if limiter is not None:  # before the handler: a refused request does nothing
-        limiter.take(found.key_id)
+        await limiter.acquire(found.key_id)
     return found
 
 

@@ -9,7 +9,9 @@ dependency, before the body reaches the SDK.
 
 ``TokenBuckets`` live in the server process. ``engram serve --workers N`` with
 working memory on Redis uses ``SharedBuckets`` instead: one bucket per key in
-that Redis for every worker, at the price of one Redis round trip per request.
+that Redis for every worker, at the price of one Redis round trip per request
+(on a worker thread, behind a circuit breaker: a hung Redis never stalls the
+event loop, and while it fails only one probe every few seconds waits on it).
 Without Redis each of the N workers keeps its own buckets, so a key may make up
 to N times the rate there (the socket spreads connections over the workers);
 that is documented rather than hidden. One process alone keeps its buckets in
@@ -29,9 +31,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import anyio.to_thread
+
 __all__ = ["Limiter", "RateLimited", "SharedBuckets", "TokenBuckets"]
 
 _log = logging.getLogger("engram.rest")
+_PROBE_EVERY_S = 5.0  # a degraded shared limiter asks Redis again this often, once
 
 
 class Limiter(Protocol):
@@ -40,6 +45,10 @@ class Limiter(Protocol):
 
     def take(self, key_id: str) -> None:
         """Spend one token of ``key_id``'s bucket, or raise ``RateLimited``."""
+        ...
+
+    async def acquire(self, key_id: str) -> None:
+        """``take`` for a caller on the event loop: never blocks it."""
         ...
 
 
@@ -71,6 +80,10 @@ class TokenBuckets:
         self._clock = clock
         self._buckets: dict[str, _Bucket] = {}
         self._lock = threading.Lock()
+
+    async def acquire(self, key_id: str) -> None:
+        """``take`` on the event loop: a lock held for microseconds, no thread hop."""
+        self.take(key_id)
 
     def take(self, key_id: str) -> None:
         """Spend one token of ``key_id``'s bucket, or raise ``RateLimited``."""
@@ -110,35 +123,98 @@ return {granted, tostring(tokens)}
 class SharedBuckets:
     """The buckets of every worker process in one Redis (``engram serve --workers N``
     with ``--working redis://``): a key gets its rate across all of them, at the price
-    of one Redis round trip per request. While Redis cannot be reached each process
-    falls back to buckets of its own (the limit holds per process, requests still
-    answer) and says so once in the log; it uses Redis again when Redis answers."""
+    of one Redis round trip per request, made on a worker thread (``acquire``) so a
+    slow or hung Redis never stalls the event loop.
 
-    def __init__(self, client: Any, rate: float, burst: int, prefix: str = "engram") -> None:
+    A circuit breaker guards that round trip: after Redis fails (an error or its
+    timeout) the process uses buckets of its own (the limit holds per process,
+    requests still answer, the log says so once) and asks Redis again only every
+    ``probe_every`` seconds, one request at a time; when a probe answers, the shared
+    buckets are back. ``clock`` is monotonic seconds (a test passes its own)."""
+
+    def __init__(self, client: Any, rate: float, burst: int, prefix: str = "engram", *,
+                 probe_every: float = _PROBE_EVERY_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
         self.rate = rate
         self.burst = burst
         self._client = client
         self._take = client.register_script(_TAKE)
         self._prefix = f"{prefix}:ratelimit:"
         self._local = TokenBuckets(rate, burst)
+        self._probe_every = probe_every
+        self._clock = clock
+        self._state = threading.Lock()
         self._degraded = False
+        self._probing = False
+        self._next_probe = 0.0
 
     def take(self, key_id: str) -> None:
-        """Spend one token of ``key_id``'s shared bucket, or raise ``RateLimited``."""
+        """Spend one token of ``key_id``'s shared bucket, or raise ``RateLimited``;
+        blocks on Redis (for a caller on a thread of its own)."""
+        if not self._ask_redis():
+            self._local.take(key_id)
+            return
+        self._settle(key_id, self._shared(key_id))
+
+    async def acquire(self, key_id: str) -> None:
+        """``take`` for the event loop: the Redis round trip on a worker thread, none at
+        all while the breaker is open."""
+        if not self._ask_redis():
+            self._local.take(key_id)
+            return
+        try:
+            outcome = await anyio.to_thread.run_sync(self._shared, key_id)
+        except BaseException:  # cancelled, maybe before the thread ran: free the probe
+            with self._state:
+                self._probing = False
+            raise
+        self._settle(key_id, outcome)
+
+    def _ask_redis(self) -> bool:
+        """Whether this request goes to Redis: always while it answers; while degraded,
+        only the one probe of each interval."""
+        with self._state:
+            if not self._degraded:
+                return True
+            if self._probing or self._clock() < self._next_probe:
+                return False
+            self._probing = True
+            return True
+
+    def _shared(self, key_id: str) -> tuple[int, float] | None:
+        """The Lua take in Redis, ``(granted, tokens left)``, or None when Redis failed;
+        records the outcome in the breaker (here, so a cancelled waiter cannot skip it)."""
         from redis import exceptions
 
         try:
             granted, left = self._take(keys=[self._prefix + key_id],
                                        args=[repr(self.rate), self.burst])  # fmt: skip
         except exceptions.RedisError as exc:
+            self._failed(exc)
+            return None
+        with self._state:
+            if self._degraded:
+                _log.warning("rate limit: Redis answers again; shared buckets")
+            self._degraded = self._probing = False
+        return int(granted), float(left)
+
+    def _failed(self, exc: Exception) -> None:
+        """Open the breaker (or keep it open) until the next probe."""
+        with self._state:
             if not self._degraded:
-                _log.warning("rate limit: Redis unreachable (%s); per-process buckets until it "
-                             "answers", type(exc).__name__)  # fmt: skip
-                self._degraded = True
+                _log.warning("rate limit: Redis unreachable (%s); per-process buckets, "
+                             "probing every %g s", type(exc).__name__,
+                             self._probe_every)  # fmt: skip
+            self._degraded = True
+            self._probing = False
+            self._next_probe = self._clock() + self._probe_every
+
+    def _settle(self, key_id: str, outcome: tuple[int, float] | None) -> None:
+        """Grant or refuse on Redis's answer; without one, on the local bucket."""
+        if outcome is None:
             self._local.take(key_id)
             return
-        self._degraded = False
-        if int(granted) != 1:
-            missing = 1.0 - float(left)
-            retry = max(1, math.ceil(missing / self.rate))
+        granted, left = outcome
+        if granted != 1:
+            retry = max(1, math.ceil((1.0 - left) / self.rate))
             raise RateLimited(key_id, self.rate, self.burst, retry)
