@@ -12,14 +12,19 @@ workload (``test_concur_workload.py``) then lost acknowledged writes and read
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from tests.conftest import OpenMem
+from tests.conftest import T0, OpenMem
 
 from engram import Context
 from engram.store import erasure, held_files
+from engram.working.base import WorkingScope
+from engram.working.sqlite import SQLiteWorking
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="reads the process's locks from /proc/locks")  # fmt: skip
@@ -68,3 +73,117 @@ def test_a_scan_reads_every_byte_through_a_held_descriptor(tmp_path: Path,
     assert [_locks(path + suffix) for suffix in ("", "-shm")] == before
     mem.close()
     assert sum(len(b) for _, b in held_files.chunks(path, path, 4096, 0)) == os.path.getsize(path)
+
+
+def _fds(path: str) -> int:
+    """How many of this process's descriptors are open on the file at ``path``."""
+    target, count = os.path.realpath(path), 0
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            count += os.readlink(f"/proc/self/fd/{name}") == target
+        except OSError:  # closed since the listing
+            continue
+    return count
+
+
+def _in_child(path: str) -> int:
+    """The forked child's checks: an empty registry and a lock it can take."""
+    signal.alarm(5)  # a lock inherited held would hang the child: SIGALRM ends it
+    assert held_files._databases == {}, held_files._databases
+    held_files.hold(path)
+    assert sum(len(b) for _, b in held_files.chunks(path, path, 4096, 0)) == os.path.getsize(path)
+    held_files.release(path)
+    assert held_files._databases == {}
+    return 0
+
+
+def test_a_forked_child_gets_a_fresh_lock_and_an_empty_registry(tmp_path: Path) -> None:
+    path = str(tmp_path / "fork.db")
+    Path(path).write_bytes(b"x" * 5000)
+    held_files.hold(path)
+    list(held_files.chunks(path, path, 4096, 0))  # a held descriptor the child inherits
+    try:
+        with held_files._lock:  # another thread holds it as this one forks
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    code = _in_child(path)
+                except BaseException:
+                    code = 1
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        held_files.release(path)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert _fds(path) == 0
+
+
+def test_a_store_opening_as_the_last_other_closes_keeps_its_locks(
+    tmp_path: Path, open_mem: OpenMem, ctx: Context, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last store of a file closes (and with it the scan's descriptors) while
+    another opens: had the new one connected before it counted (``hold``), closing
+    the descriptors dropped the locks its connection had just taken."""
+    path = str(tmp_path / "reopen.db")
+    first = open_mem(f"sqlite:///{path}")
+    first.remember(ctx, "The amber lighthouse keeps the spare key.")
+    assert erasure.present(path + "-shm", [b"absent needle!"], database=path) == set()
+    real_hold, closed = held_files.hold, []
+
+    def hold_as_the_first_closes(database: str) -> None:
+        if os.path.realpath(database) == os.path.realpath(path) and not closed:
+            closed.append(first.close())  # the other thread's close, at the worst moment
+        real_hold(database)
+
+    monkeypatch.setattr(held_files, "hold", hold_as_the_first_closes)
+    second = open_mem(f"sqlite:///{path}")
+    assert closed
+    assert _locks(path + "-shm"), "the open store lost its lock on -shm"
+    assert second.recall(ctx, "amber lighthouse").items
+
+
+def test_a_store_closed_during_a_scan_waits_for_the_scan(tmp_path: Path,
+                                                         open_mem: OpenMem) -> None:  # fmt: skip
+    path = str(tmp_path / "pinned.db")
+    mem = open_mem(f"sqlite:///{path}")
+    mem.remember(Context(tenant_id="t", user_id="u"), "Pinned sentence for the scan test.")
+    size = os.path.getsize(path)
+    assert size > 1024
+    scan = held_files.chunks(path, path, 1024, 0)
+    first = next(scan)
+    mem.close()  # its descriptor must stay open until the scan ends
+    rest = list(scan)  # no OSError from a closed descriptor (nor a reused one's bytes)
+    assert sum(len(b) for _, b in [first, *rest]) == size
+    assert _fds(path) == 0, "the scan's end closes the descriptor the store no longer needs"
+
+
+_HOUR = timedelta(hours=1)
+
+
+def _cycle(path: str, scope: WorkingScope, errors: list[BaseException], rounds: int) -> None:
+    """Open a store on ``path``, write, scan its files, check its lock, close; again."""
+    try:
+        for n in range(rounds):
+            working = SQLiteWorking(path, busy_timeout_ms=10_000)
+            try:
+                working.put(scope, f"k{n}", '"Racing sentence for the scan."', _HOUR, T0)
+                working.scrub(["Racing sentence for the scan."], erased=False)
+                assert _locks(path + "-shm"), "an open store lost its lock on -shm"
+            finally:
+                working.close()
+    except BaseException as exc:  # an OSError, a lost lock: the test reports it
+        errors.append(exc)
+
+
+def test_stores_opening_and_closing_during_scans_keep_their_locks(tmp_path: Path) -> None:
+    path = str(tmp_path / "race.db-working")
+    scope = WorkingScope("t", "u", None, "session", "s")
+    errors: list[BaseException] = []
+    threads = [threading.Thread(target=_cycle, args=(path, scope, errors, 40)) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    assert _fds(path) == 0
+    assert _fds(path + "-shm") == 0

@@ -114,22 +114,47 @@ class SQLiteWorking:
         self._busy_ms = busy_timeout_ms  # the bound on waiting for the file's write lock
         self._lock = threading.Lock()
         self._next_purge = 0
-        try:
-            self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            if path != ":memory:":
-                self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-            self._conn.execute("PRAGMA secure_delete = ON")
-        except sqlite3.Error as exc:
-            if busy.is_busy(exc):  # another connection held the file past the wait
-                raise busy.locked(path, "opening working memory", busy_timeout_ms / 1000,
-                                  busy_timeout_ms) from exc  # fmt: skip
-            raise StoreError(f"cannot open working memory at {path!r}: {exc}") from exc
-        self._migrate()
-        self._held = path != ":memory:"  # erasure scans read its files (``held_files``)
+        # Counted before connecting: erasure scans read its files (``held_files``), and
+        # a scan's descriptor closed after SQLite took its locks would drop them.
+        self._held = path != ":memory:"
         if self._held:
             held_files.hold(path)
+        try:
+            self._connect(synchronous.upper())
+        except BaseException:
+            if self._held:
+                self._held = False
+                held_files.release(path)
+            raise
+
+    def _connect(self, synchronous: str) -> None:
+        """Open ``_conn``, set its pragmas and migrate the schema; a failed open (a
+        pragma, a migration, a lock never freed) keeps no connection."""
+        try:
+            self._conn = conn = sqlite3.connect(self.path, isolation_level=None,
+                                                check_same_thread=False)  # fmt: skip
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open working memory at {self.path!r}: {exc}") from exc
+        try:
+            self._configure(conn, synchronous)
+            self._migrate()
+        except BaseException:
+            conn.close()
+            raise
+
+    def _configure(self, conn: sqlite3.Connection, synchronous: str) -> None:
+        """The pragmas; past the busy wait another connection's lock is ``Unavailable``."""
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_ms)}")
+            if self.path != ":memory:":
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {synchronous}")
+            conn.execute("PRAGMA secure_delete = ON")
+        except sqlite3.Error as exc:
+            if busy.is_busy(exc):  # another connection held the file past the wait
+                raise busy.locked(self.path, "opening working memory", self._busy_ms / 1000,
+                                  self._busy_ms) from exc  # fmt: skip
+            raise StoreError(f"cannot open working memory at {self.path!r}: {exc}") from exc
 
     def _migrate(self) -> None:
         """Apply the pending entries of ``MIGRATIONS`` in one transaction."""

@@ -68,22 +68,35 @@ class Connection:
         self._readers_lock = threading.Lock()  # not the store lock: a writer holds that
         self._pooled = settings.read_connections and is_plain_file(path)
         self._reader_uri = f"file:{quote(os.path.abspath(path))}?mode=rw" if self._pooled else ""
+        # Counted before connecting: erasure scans read its files (``held_files``), and
+        # a scan's descriptor closed after SQLite took its locks would drop them.
+        self._held = is_plain_file(path)
+        if self._held:
+            held_files.hold(path)
         try:
-            self._conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._open()
+        except BaseException:
+            if self._held:
+                self._held = False
+                held_files.release(path)
+            raise
+
+    # -- opening ----------------------------------------------------------------
+
+    def _open(self) -> None:
+        """Connect, set the pragmas and migrate; a failed open (a lock never freed)
+        keeps no connection."""
+        try:
+            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open SQLite database at {path!r}: {exc}") from exc
+            raise StoreError(f"cannot open SQLite database at {self.path!r}: {exc}") from exc
         self._conn.row_factory = sqlite3.Row
         try:
             self._configure()
             self._migrate()
-        except BaseException:  # a failed open (a lock never freed) keeps no connection
+        except BaseException:
             self._conn.close()
             raise
-        self._held = is_plain_file(path)  # erasure scans read its files (``held_files``)
-        if self._held:
-            held_files.hold(path)
-
-    # -- opening ----------------------------------------------------------------
 
     def _configure(self) -> None:
         """The writer's pragmas; switching to WAL waits out another connection's lock
