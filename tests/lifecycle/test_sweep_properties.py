@@ -123,3 +123,24 @@ def test_the_weights_and_thresholds_are_checked() -> None:
         with pytest.raises(ConfigError):
             dataclasses.replace(SweepConfig(), **bad)
     assert SweepConfig().protect_importance == 0.5
+
+
+
+def test_a_record_from_the_future_is_never_old_enough_to_prune() -> None:
+    """Found by the property above: a record created after ``now`` (clock skew, an
+    import) has a negative age, under every minimum age, even 0."""
+    content = "memory 1 about the build farm"
+    record = Record(
+        id=new_id(), tenant_id="acme", user_id="u1", agent_id=None, scope="user",
+        tier=Tier.SEMANTIC, type="fact", key=None, value=None, content=content,
+        authority=Authority.MODEL_INFERENCE, confidence=0.9, source=Source(),
+        observed_at=T0 + DAY, valid_from=None, valid_to=None, created_at=T0 + DAY,
+        updated_at=T0 + DAY, status=Status.ACTIVE, version=1, supersedes=None,
+        superseded_by=None, sensitivity=Sensitivity.LOW, purpose=None, consent_basis=None,
+        retention=Retention.PERMANENT, expires_at=None, importance=0.0, access_count=0,
+        last_accessed_at=None, private=False, embedding_model=None,
+        content_hash=hashlib.sha256(content.encode()).hexdigest(),
+    )  # fmt: skip
+    eager = SweepConfig(prune_below=1.0, protect_importance=1.0, min_age_days=0.0)
+    assert not decay.prunable(record, T0, eager)
+    assert decay.prunable(record, T0 + DAY, eager)

@@ -60,6 +60,7 @@ def prunable(record: Record, now: datetime, config: SweepConfig) -> bool:
         return False
     if record.status not in PRUNED_STATUSES or record.superseded_by is not None:
         return False
-    if _days(now, record.created_at) < config.min_age_days:
+    age = (now - record.created_at).total_seconds() / _DAY  # negative: written "later"
+    if age < config.min_age_days:  # (clock skew, an import): never old enough
         return False
     return retention_score(record, now, config) < config.prune_below
