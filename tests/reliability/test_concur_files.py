@@ -90,9 +90,9 @@ def _in_child(path: str) -> int:
     """The forked child's checks: an empty registry and a lock it can take."""
     signal.alarm(5)  # a lock inherited held would hang the child: SIGALRM ends it
     assert held_files._databases == {}, held_files._databases
-    held_files.hold(path)
+    token = held_files.hold(path)
     assert sum(len(b) for _, b in held_files.chunks(path, path, 4096, 0)) == os.path.getsize(path)
-    held_files.release(path)
+    held_files.release(path, token)
     assert held_files._databases == {}
     return 0
 
@@ -100,7 +100,7 @@ def _in_child(path: str) -> int:
 def test_a_forked_child_gets_a_fresh_lock_and_an_empty_registry(tmp_path: Path) -> None:
     path = str(tmp_path / "fork.db")
     Path(path).write_bytes(b"x" * 5000)
-    held_files.hold(path)
+    token = held_files.hold(path)
     list(held_files.chunks(path, path, 4096, 0))  # a held descriptor the child inherits
     try:
         with held_files._lock:  # another thread holds it as this one forks
@@ -113,9 +113,41 @@ def test_a_forked_child_gets_a_fresh_lock_and_an_empty_registry(tmp_path: Path) 
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
     finally:
-        held_files.release(path)
+        held_files.release(path, token)
     assert os.waitstatus_to_exitcode(status) == 0
     assert _fds(path) == 0
+
+
+def _close_inherited_in_child(path: str, token: int) -> int:
+    """A store held before the fork closes in the child: the child's own store of
+    the file keeps its count and its scan descriptors."""
+    mine = held_files.hold(path)
+    list(held_files.chunks(path, path, 4096, 0))
+    held_files.release(path, token)  # the parent's store, closed by the child
+    entry = held_files._databases.get(os.path.realpath(path))
+    assert entry is not None
+    assert entry.users == 1
+    assert entry.fds
+    held_files.release(path, mine)
+    return 0
+
+
+def test_a_store_from_before_a_fork_closed_in_the_child_counts_nothing(tmp_path: Path) -> None:
+    path = str(tmp_path / "inherited.db")
+    Path(path).write_bytes(b"y" * 5000)
+    token = held_files.hold(path)
+    try:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                code = _close_inherited_in_child(path, token)
+            except BaseException:
+                code = 1
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        held_files.release(path, token)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_a_store_opening_as_the_last_other_closes_keeps_its_locks(
@@ -130,10 +162,10 @@ def test_a_store_opening_as_the_last_other_closes_keeps_its_locks(
     assert erasure.present(path + "-shm", [b"absent needle!"], database=path) == set()
     real_hold, closed = held_files.hold, []
 
-    def hold_as_the_first_closes(database: str) -> None:
+    def hold_as_the_first_closes(database: str) -> int:
         if os.path.realpath(database) == os.path.realpath(path) and not closed:
             closed.append(first.close())  # the other thread's close, at the worst moment
-        real_hold(database)
+        return real_hold(database)
 
     monkeypatch.setattr(held_files, "hold", hold_as_the_first_closes)
     second = open_mem(f"sqlite:///{path}")

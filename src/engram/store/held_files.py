@@ -56,17 +56,23 @@ def _name(path: str) -> str:
     return os.path.realpath(path)
 
 
-def hold(database: str) -> None:
+def hold(database: str) -> int:
     """Count one more SQLite store of the database file at ``database``; call it
-    before the store connects, so a scan's descriptor is never closed under it."""
+    before the store connects, so a scan's descriptor is never closed under it.
+    Returns the token to give ``release``: this process's id."""
     with _lock:
         _databases.setdefault(_name(database), _Database()).users += 1
+    return os.getpid()
 
 
-def release(database: str) -> None:
+def release(database: str, token: int) -> None:
     """Count one store fewer (call after closing its SQLite connections); the last
     closes the descriptors held for the database's files, unless a scan is reading
-    them (then the scan's end closes them)."""
+    them (then the scan's end closes them). A store held before a ``fork()`` and
+    closed in the child (``token`` is the parent's id) counts nothing: the child's
+    registry started empty, and its own stores must keep their descriptors."""
+    if token != os.getpid():
+        return
     with _lock:
         name = _name(database)
         entry = _databases.get(name)

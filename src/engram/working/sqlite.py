@@ -117,14 +117,13 @@ class SQLiteWorking:
         # Counted before connecting: erasure scans read its files (``held_files``), and
         # a scan's descriptor closed after SQLite took its locks would drop them.
         self._held = path != ":memory:"
-        if self._held:
-            held_files.hold(path)
+        self._holder = held_files.hold(path) if self._held else 0
         try:
             self._connect(synchronous.upper())
         except BaseException:
             if self._held:
                 self._held = False
-                held_files.release(path)
+                held_files.release(path, self._holder)
             raise
 
     def _connect(self, synchronous: str) -> None:
@@ -314,7 +313,7 @@ class SQLiteWorking:
             self._conn.close()
             if self._held:
                 self._held = False
-                held_files.release(self.path)
+                held_files.release(self.path, self._holder)
 
 
 def _item(row: tuple[str, str, int, int], scope: WorkingScope) -> WorkingItem:

@@ -71,14 +71,13 @@ class Connection:
         # Counted before connecting: erasure scans read its files (``held_files``), and
         # a scan's descriptor closed after SQLite took its locks would drop them.
         self._held = is_plain_file(path)
-        if self._held:
-            held_files.hold(path)
+        self._holder = held_files.hold(path) if self._held else 0
         try:
             self._open()
         except BaseException:
             if self._held:
                 self._held = False
-                held_files.release(path)
+                held_files.release(path, self._holder)
             raise
 
     # -- opening ----------------------------------------------------------------
@@ -230,6 +229,9 @@ class Connection:
         holder = _Reader(conn)
         weakref.finalize(holder, conn.close)
         with self._readers_lock:
+            if not self._pooled:  # the store closed while this one connected
+                conn.close()
+                raise StoreError(f"the store {self.path!r} is closed")
             self._readers.add(holder)
         return holder
 
@@ -304,7 +306,7 @@ class Connection:
             self._conn.close()
         if self._held:
             self._held = False
-            held_files.release(self.path)
+            held_files.release(self.path, self._holder)
 
 
 def _split(script: str) -> list[str]:
