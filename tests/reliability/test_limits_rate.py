@@ -279,3 +279,39 @@ def test_a_degraded_limiter_probes_redis_once_per_interval(tmp_path: Path) -> No
     finally:
         hung.close()
         redis_server.kill()
+
+
+def test_a_probe_that_breaks_off_leaves_the_next_interval_its_probe() -> None:
+    """A probe that ends in an error other than Redis's (an interrupt, a reply it cannot
+    read) must not leave the breaker believing a probe is still out: the next interval
+    probes again, through the blocking ``take`` as through ``acquire``."""
+    from limits_support import PrivateRedis
+
+    from engram.working.redis_url import RedisTarget
+
+    redis_server = PrivateRedis()
+    clock = Clock()
+    client = RedisTarget.parse(redis_server.url).client(0.5)
+    buckets = SharedBuckets(client, rate=100, burst=100, probe_every=5.0, clock=clock)
+    try:
+        redis_server.kill()
+        buckets.take("k")  # Redis down: degraded, the process's own bucket answers
+        redis_server.start()
+        working_take = buckets._take
+        calls: list[str] = []
+
+        def broken(*args: Any, **kwargs: Any) -> Any:
+            calls.append("broken")
+            raise KeyboardInterrupt
+
+        buckets._take = broken
+        clock.now += 5.1
+        with pytest.raises(KeyboardInterrupt):
+            buckets.take("k")  # the probe breaks off
+        buckets._take = working_take
+        clock.now += 5.1
+        buckets.take("k2")  # the next interval's probe reaches Redis
+        assert calls == ["broken"]
+        assert client.exists("engram:ratelimit:k2") == 1
+    finally:
+        redis_server.kill()

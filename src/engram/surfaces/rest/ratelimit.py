@@ -154,7 +154,12 @@ class SharedBuckets:
         if not self._ask_redis():
             self._local.take(key_id)
             return
-        self._settle(key_id, self._shared(key_id))
+        try:
+            outcome = self._shared(key_id)
+        except BaseException:  # not Redis's error (interrupted, a bad reply): free the probe
+            self._release_probe()
+            raise
+        self._settle(key_id, outcome)
 
     async def acquire(self, key_id: str) -> None:
         """``take`` for the event loop: the Redis round trip on a worker thread, none at
@@ -165,10 +170,14 @@ class SharedBuckets:
         try:
             outcome = await anyio.to_thread.run_sync(self._shared, key_id)
         except BaseException:  # cancelled, maybe before the thread ran: free the probe
-            with self._state:
-                self._probing = False
+            self._release_probe()
             raise
         self._settle(key_id, outcome)
+
+    def _release_probe(self) -> None:
+        """Let a later request probe: this one ended without Redis's answer or error."""
+        with self._state:
+            self._probing = False
 
     def _ask_redis(self) -> bool:
         """Whether this request goes to Redis: always while it answers; while degraded,
