@@ -186,6 +186,29 @@ def test_http_uses_the_rest_api_key_file_by_default(tmp_path: Path) -> None:
         assert [r.id for r in mem.list(Context("acme", "u1"))] == [added["id"]]
 
 
+def test_http_with_keys_limits_each_keys_rate_as_engram_serve_does(tmp_path: Path) -> None:
+    """Past a key's burst the standalone server answers 429 with ``Retry-After``; another
+    key keeps its own bucket; ``--rate-limit 0`` turns the limit off; a bad setting does
+    not start."""
+    from engram.surfaces.rest import KeyFile
+
+    db = f"sqlite:///{tmp_path / 'limited.db'}"
+    keys = KeyFile(tmp_path / "limited.db-keys.json")
+    first, second = (keys.create("acme", users=["u1"])[1] for _ in range(2))
+    limited = ("--rate-limit", "0.01", "--rate-burst", "2")
+    with _http_server(db, free_port(), tmp_path / "limited.log", *limited) as url:
+        answers = [list_tools(url, first) for _ in range(3)]
+        assert [a.status_code for a in answers] == [200, 200, 429]
+        assert int(answers[-1].headers["retry-after"]) >= 1
+        assert "rate limit" in answers[-1].json()["detail"]
+        assert list_tools(url, second).status_code == 200
+    with _http_server(db, free_port(), tmp_path / "open.log", "--rate-limit", "0") as url:
+        assert {list_tools(url, first).status_code for _ in range(5)} == {200}
+    bad = _engram("--db", db, "mcp", "--transport", "http", "--rate-burst", "0")
+    assert bad.returncode == 3
+    assert "rate_burst" in bad.stderr
+
+
 def test_http_options_that_exclude_each_other_do_not_start(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'refused.db'}"
     both = _engram(

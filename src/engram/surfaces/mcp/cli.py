@@ -13,8 +13,10 @@ REST API's key store (the key file of ``engram serve``: ``--keys``, else
 re-read when it changes; ``--authenticator`` names another as ``module:name`` (a
 zero-argument factory or an instance). ``--no-auth`` serves the fixed identity to
 whoever connects, so it listens only on a loopback host (a remote host is
-``ConfigError``, exit 3). stdout belongs to the protocol over stdio: the command
-writes only to stderr.
+``ConfigError``, exit 3). A keyed HTTP server limits each key's rate as
+``engram serve`` does (``--rate-limit``, ``--rate-burst``; 429 with
+``Retry-After``). stdout belongs to the protocol over stdio: the command writes
+only to stderr.
 """
 
 from __future__ import annotations
@@ -23,14 +25,17 @@ import argparse
 import importlib
 import ipaddress
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engram.cli.common import Commands, add_identity, context_of, opened
 from engram.errors import ConfigError
 from engram.scope import resolve
 from engram.surfaces.principal import Authenticator
 
-__all__ = ["add_command", "is_loopback", "load_authenticator"]
+if TYPE_CHECKING:
+    from engram.surfaces.rest.ratelimit import TokenBuckets
+
+__all__ = ["add_command", "is_loopback", "limiter_of", "load_authenticator"]
 
 
 def add_command(commands: Commands) -> None:
@@ -65,6 +70,12 @@ def add_command(commands: Commands) -> None:
         help="HTTP: no keys; serve the --tenant/--user identity to whoever connects "
         "(loopback hosts only)",
     )
+    parser.add_argument("--rate-limit", type=float, default=100.0, metavar="PER_SECOND",
+                        help="HTTP with keys: requests a second each key may make, sustained "
+                        "(default 100, as engram serve; 0: no limit); 429 past it")  # fmt: skip
+    parser.add_argument("--rate-burst", type=int, default=200, metavar="N",
+                        help="HTTP with keys: requests a key may make at once after a pause "
+                        "(default 200)")  # fmt: skip
     add_identity(parser)
     parser.set_defaults(func=_serve)
 
@@ -90,6 +101,7 @@ def load_authenticator(spec: str) -> Authenticator:
 
 def _serve(args: argparse.Namespace) -> int:
     authenticator = _checked(args)
+    limiter = limiter_of(args)  # checked before the store opens
     try:  # here, not at import: the SDK takes a second to import, and is an extra
         from engram.surfaces.mcp.http import create_http_app
         from engram.surfaces.mcp.server import build_server
@@ -107,7 +119,7 @@ def _serve(args: argparse.Namespace) -> int:
             build_server(mem, ctx).run("stdio")
             return 0
         app = (
-            create_http_app(mem, authenticator, path=args.path, host=args.host)
+            create_http_app(mem, authenticator, path=args.path, host=args.host, limiter=limiter)
             if authenticator is not None
             else build_server(mem, ctx).streamable_http_app(
                 streamable_http_path=args.path, host=args.host, stateless_http=True
@@ -138,6 +150,18 @@ def _checked(args: argparse.Namespace) -> Authenticator | None:
     if args.authenticator:
         return load_authenticator(args.authenticator)
     return _key_store(args)
+
+
+def limiter_of(args: argparse.Namespace) -> TokenBuckets | None:
+    """The per-key rate limit of a keyed HTTP server, checked as ``engram serve``
+    checks its own (``RestSettings``); None when ``--rate-limit 0`` turns it off."""
+    from engram.surfaces.rest.ratelimit import TokenBuckets
+    from engram.surfaces.rest.settings import RestSettings
+
+    settings = RestSettings(rate_limit=args.rate_limit, rate_burst=args.rate_burst)
+    if settings.rate_limit <= 0:
+        return None
+    return TokenBuckets(settings.rate_limit, settings.rate_burst)
 
 
 def _key_store(args: argparse.Namespace) -> Authenticator:

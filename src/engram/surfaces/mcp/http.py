@@ -179,9 +179,12 @@ def create_http_app(
     path: str = "/mcp",
     host: str = "127.0.0.1",
     stateless: bool = True,
+    limiter: Limiter | None = None,
 ) -> Starlette:
-    """A Starlette app serving the authenticated MCP endpoint at ``path``."""
-    endpoint = http_endpoint(mem, authenticator, host=host, stateless=stateless)
+    """A Starlette app serving the authenticated MCP endpoint at ``path``; ``limiter``
+    is its per-key rate limit (None: none)."""
+    endpoint = http_endpoint(mem, authenticator, host=host, stateless=stateless,
+                             limiter=limiter)  # fmt: skip
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
