@@ -55,6 +55,7 @@ from engram.types import (
     as_seen,
 )
 from engram.write import detectors
+from engram.write.bulk import commit_together
 from engram.write.commit import Owner
 from engram.write.path import Prepared, WritePath
 from engram.write.slots import lock_in_order
@@ -272,8 +273,11 @@ def _write(
     lock_in_order(store, wanted)
     copied: list[str] = []
     capped: list[Change] = []
-    for owner, members in groups.items():
-        results = writer.commit_prepared(owner, picked[owner], run.now)
+    jobs = list(picked.items())
+    cut = [[d.original.expires_at for _, d in members] for members in groups.values()]
+    done = commit_together(writer, jobs, run.now,
+                           lambda job, index, copy: _cut(copy, cut[job][index]))  # fmt: skip
+    for members, results in zip(groups.values(), done, strict=True):
         for (position, draft), result in zip(members, results, strict=True):
             run.items[position] = _outcome(draft, result)
             if run.items[position].outcome == SHARED and result.record is not None:
@@ -287,13 +291,19 @@ def _write(
         store.apply([Audit(entry)])
 
 
-def _capped(copy: Record, original: Record) -> list[Change]:
-    """The update that ends ``copy``'s retention with its original's, when the copy's
-    (counted from the share) would outlive it; none when it would not."""
-    end = original.expires_at
+def _cut(copy: Record, end: datetime | None) -> Record:
+    """``copy`` whose retention ends by ``end`` (its original's), when the copy's
+    (counted from the share) would outlive it."""
     if end is None or (copy.expires_at is not None and copy.expires_at <= end):
-        return []
-    return [Update(copy.replace(expires_at=end))]
+        return copy
+    return copy.replace(expires_at=end)
+
+
+def _capped(copy: Record, original: Record) -> list[Change]:
+    """The update that ends ``copy``'s retention with its original's (a copy the write
+    path committed one by one, ``write.bulk``); none when it ends by then already."""
+    cut = _cut(copy, original.expires_at)
+    return [] if cut is copy else [Update(cut)]
 
 
 def _outcome(draft: _Draft, result: WriteResult) -> ShareItem:
