@@ -17,6 +17,10 @@
    retention never ends later than the original's (counted from the share, it is
    cut to the original's ``expires_at``).
 
+The copies are decided together on one read of their slots and written in one
+apply (``write.bulk``), so a share costs a bounded number of statements; a copy
+that could meet another of the same call is committed after the others, alone.
+
 Idempotent: a memory already shared to B (its copy, of the same user, in any
 status) is reported ``already_shared`` and not copied again, so a copy B's user
 retracted is never revived. The policy and the embedder run with no lock held;

@@ -71,6 +71,8 @@ def commit_together(
     of results per job, in order, as ``commit_prepared`` of each job in turn gives
     them. ``shape`` adjusts the new versions written in the batch (the proposals
     committed one by one are left as the write path makes them)."""
+    if any(set(prepared.sizes) - {1} for _, prepared in jobs):
+        raise ValueError("commit_together takes single proposals, not passages of one content")
     store = writer.store
     items = [_item((j, i), owner, part) for j, (owner, prepared) in enumerate(jobs)
              for i, part in enumerate(writer.parts(prepared))]  # fmt: skip
