@@ -13,7 +13,8 @@ median of the per-round ratios old/new (above 1: the checkout is faster).
     mkdir /tmp/engram-old && git archive <commit> src | tar -x -C /tmp/engram-old
     PYTHONPATH=src .venv/bin/python benchmarks/pg_writes_ab.py --old-src /tmp/engram-old/src
 
-``--out`` names the results file (default ``results/pg-writes-ab.json``).
+``--out`` names the results file (default ``results/pg-writes-ab.json``);
+``--sqlite`` runs the same rounds on a SQLite file per side instead.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +65,15 @@ def _round(mem: Any, n: int, size: int) -> dict[str, float]:
 
 
 def worker(admin: str, size: int) -> None:
-    """Serve rounds on a fresh database: ``round N`` lines in, one JSON line out."""
+    """Serve rounds on a fresh database (``admin`` ``sqlite``: a fresh SQLite file):
+    ``round N`` lines in, one JSON line out."""
+    if admin == "sqlite":
+        from common import temp_dir
+        from engram import Engram
+
+        with temp_dir("engram-ab") as folder:
+            _serve(Engram.open(f"sqlite:///{folder}/ab.db", embedder="hashing"), size)
+        return
     import psycopg
 
     from backends_infra import with_database
@@ -75,7 +85,12 @@ def worker(admin: str, size: int) -> None:
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
     scratch = SQLiteWorking(":memory:", WorkingConfig())
-    mem = Engram.open(with_database(admin, name), embedder="hashing", working=scratch)
+    _serve(Engram.open(with_database(admin, name), embedder="hashing", working=scratch), size)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+def _serve(mem: Any, size: int) -> None:
     mem.grant_share(TENANT, "coder", "reviewer", ["procedure"])
     print("ready", flush=True)
     for line in sys.stdin:
@@ -84,8 +99,6 @@ def worker(admin: str, size: int) -> None:
             break
         print(json.dumps(_round(mem, int(words[1]), size)), flush=True)
     mem.close()
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 
 def _start(src: str, admin: str, size: int) -> subprocess.Popen[str]:
@@ -130,6 +143,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--out", type=Path, default=RESULTS, help="the results file")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--sqlite", action="store_true", help="on a SQLite file per side instead")
     args = parser.parse_args(argv)
     if args.worker:
         worker(args.worker, args.size)
@@ -140,7 +154,7 @@ def main(argv: list[str]) -> None:
     from common import machine, print_table, write_results
 
     new_src = str(HERE.parents[1] / "src")
-    with pg_server("256MB") as (admin, _, _settings):
+    with nullcontext(("sqlite", "", {})) if args.sqlite else pg_server("256MB") as (admin, _, _):
         procs = {"old": _start(args.old_src, admin, args.size),
                  "new": _start(new_src, admin, args.size)}  # fmt: skip
         rounds: dict[str, list[dict[str, float]]] = {"old": [], "new": []}
@@ -157,6 +171,7 @@ def main(argv: list[str]) -> None:
                 [[k, v["old_p50_ms"], v["new_p50_ms"], v["old_p95_ms"], v["new_p95_ms"],
                   v["paired_speedup_median"]] for k, v in summary.items()])  # fmt: skip
     write_results(args.out, {"machine": machine(sys.argv), "old_src": args.old_src,
+                            "backend": "sqlite" if args.sqlite else "postgresql",
                             "rounds": args.rounds, "size": args.size, "summary": summary,
                             "raw": rounds})  # fmt: skip
 

@@ -10,8 +10,12 @@ chain head locked once, and the entries inserted by one statement before
 ``COMMIT``. Since then every write reads two more rows once per call: the
 tenant's cache generation (``lifecycle.caches``: a deletion elsewhere drops this
 process's copies) and its tombstone key (``write.tombstones``: forgotten content
-is not written again). The bounds below are today's counts, so a regression
-fails here.
+is not written again). A share of 100 sent 620, six per copy (its slot read
+and its insert, each in a savepoint); it now decides every copy on one read of
+the slots and writes them in one apply (``write.bulk``), 26 whatever its size,
+and a run of slot probes is one statement per slot (``postgres.slot_batch``),
+which also cut a keyed supersede's two reads to one. The bounds below are
+today's counts, so a regression fails here.
 
 The savings must keep what they replaced: entries chain across stores (as
 across processes), an erased subject's key is never reused by the transaction
@@ -38,7 +42,7 @@ from engram.store.predicate import Subject, Visibility
 OpenMem = Callable[..., Engram]
 CTX = Context(tenant_id="acme", user_id="u1", agent_id="coder")
 VIS_U1 = Visibility("acme", "u1", "", (None, None, None, None))
-BOUNDS = {"remember": 16, "remember_many": 610, "supersede": 1010, "share": 620}
+BOUNDS = {"remember": 16, "remember_many": 610, "supersede": 910, "share": 26}
 _KINDS = {
     "lock": "SELECT pg_advisory_xact_lock", "meta": "SELECT key, value FROM engram_meta",
     "key": "WITH made AS (INSERT INTO audit_subjects", "head": "INSERT INTO audit_heads",
@@ -109,19 +113,31 @@ def test_a_batch_of_100_supersedes_sends_at_most_its_pinned_statements(mem: Engr
     assert len(mem.list(CTX, limit=300)) == 100  # each of the 100 keys has one active version
 
 
+def _share(mem: Engram, user: str, n: int) -> list[str]:
+    """The statements of a share of ``n`` new procedures of ``user``'s coder."""
+    coder = Context(tenant_id="acme", user_id=user, agent_id="coder")
+    items = [{**item, "type": "procedure"} for item in _items(f"shared by {user}", n)]
+    ids = [w.record.id for w in mem.remember_many(coder, items) if w.record is not None]
+    return _sent(mem, lambda: mem.share(coder, ids, "reviewer"))
+
+
 def test_a_share_of_100_sends_at_most_its_pinned_statements(mem: Engram) -> None:
     mem.grant_share("acme", "coder", "reviewer", ["procedure"])
-    items = [{**item, "type": "procedure"} for item in _items("shared", 100)]
-    ids = [w.record.id for w in mem.remember_many(CTX, items) if w.record is not None]
-    sent = _sent(mem, lambda: mem.share(CTX, ids, "reviewer"))
+    sent = _share(mem, "u1", 100)
     kinds = Counter(map(_kind, sent))
     assert len(sent) <= BOUNDS["share"], kinds
-    assert kinds["insert"] == 100  # one copy each
+    assert kinds["insert"] == 1  # the 100 copies in one statement
+    assert kinds["savepoint"] <= 4  # the slot reads, the copies, the share's audit entry
     assert kinds["lock"] <= 2  # the tenant's, then every copy's slot in one statement
     assert (kinds["key"], kinds["head"], kinds["audit"], kinds["commit"]) == (1, 1, 1, 1)
     reviewer = Context(tenant_id="acme", user_id="u1", agent_id="reviewer")
     assert len(mem.list(reviewer, limit=300)) == 100  # the copies are there
     assert mem.store.verify_audit().ok  # type: ignore[union-attr]
+
+
+def test_a_shares_statements_do_not_grow_with_its_size(mem: Engram) -> None:
+    mem.grant_share("acme", "coder", "reviewer", ["procedure"])
+    assert len(_share(mem, "u1", 10)) == len(_share(mem, "u2", 100))
 
 
 # -- what the savings keep ---------------------------------------------------------------

@@ -17,6 +17,10 @@
    retention never ends later than the original's (counted from the share, it is
    cut to the original's ``expires_at``).
 
+The copies are decided together on one read of their slots and written in one
+apply (``write.bulk``), so a share costs a bounded number of statements; a copy
+that could meet another of the same call is committed after the others, alone.
+
 Idempotent: a memory already shared to B (its copy, of the same user, in any
 status) is reported ``already_shared`` and not copied again, so a copy B's user
 retracted is never revived. The policy and the embedder run with no lock held;
@@ -55,6 +59,7 @@ from engram.types import (
     as_seen,
 )
 from engram.write import detectors
+from engram.write.bulk import commit_together
 from engram.write.commit import Owner
 from engram.write.path import Prepared, WritePath
 from engram.write.slots import lock_in_order
@@ -241,9 +246,10 @@ def share(
     tenant = Tenant(who.tenant_id)
     first = _plan(store, run, ids, strict, require_grant(store.grants(tenant), who))
     before = dict(run.items)
-    drafts = {r.id: _draft(r, who) for _, r in first}
     writer = WritePath(store, embedder, config)
-    prepared = writer.prepare([d.proposal for d in drafts.values()])
+    with detectors.answering_once():  # the policy asks again what the redaction asked
+        drafts = {r.id: _draft(r, who) for _, r in first}
+        prepared = writer.prepare([d.proposal for d in drafts.values()])
     places = {memory_id: place for place, memory_id in enumerate(drafts)}
     with store.transaction():  # decide again on what the transaction sees
         run.items.clear()
@@ -272,8 +278,11 @@ def _write(
     lock_in_order(store, wanted)
     copied: list[str] = []
     capped: list[Change] = []
-    for owner, members in groups.items():
-        results = writer.commit_prepared(owner, picked[owner], run.now)
+    jobs = list(picked.items())
+    cut = [[d.original.expires_at for _, d in members] for members in groups.values()]
+    done = commit_together(writer, jobs, run.now,
+                           lambda job, index, copy: _cut(copy, cut[job][index]))  # fmt: skip
+    for members, results in zip(groups.values(), done, strict=True):
         for (position, draft), result in zip(members, results, strict=True):
             run.items[position] = _outcome(draft, result)
             if run.items[position].outcome == SHARED and result.record is not None:
@@ -287,13 +296,19 @@ def _write(
         store.apply([Audit(entry)])
 
 
-def _capped(copy: Record, original: Record) -> list[Change]:
-    """The update that ends ``copy``'s retention with its original's, when the copy's
-    (counted from the share) would outlive it; none when it would not."""
-    end = original.expires_at
+def _cut(copy: Record, end: datetime | None) -> Record:
+    """``copy`` whose retention ends by ``end`` (its original's), when the copy's
+    (counted from the share) would outlive it."""
     if end is None or (copy.expires_at is not None and copy.expires_at <= end):
-        return []
-    return [Update(copy.replace(expires_at=end))]
+        return copy
+    return copy.replace(expires_at=end)
+
+
+def _capped(copy: Record, original: Record) -> list[Change]:
+    """The update that ends ``copy``'s retention with its original's (a copy the write
+    path committed one by one, ``write.bulk``); none when it ends by then already."""
+    cut = _cut(copy, original.expires_at)
+    return [] if cut is copy else [Update(cut)]
 
 
 def _outcome(draft: _Draft, result: WriteResult) -> ShareItem:

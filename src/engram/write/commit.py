@@ -9,7 +9,7 @@ the versions a decision supersedes are retracted with them (``write.copies``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import numpy as np
@@ -24,7 +24,16 @@ from engram.types import Operation, Proposal, Record, Status, WriteResult
 from engram.write import copies
 from engram.write.decide import Decision
 
-__all__ = ["Owner", "commit", "new_record", "renewed_expiry"]
+__all__ = [
+    "Owner",
+    "Plan",
+    "carry_out",
+    "commit",
+    "follow_retired",
+    "new_record",
+    "plan",
+    "renewed_expiry",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +175,79 @@ def _confirmed(record: Record, proposal: Proposal, now: datetime, retired: bool)
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What carrying out one decision writes, before it is applied: the updates of
+    the versions it links (``links``), the new version (``new``, inserted with
+    ``vector``) or the confirmed one (``confirmed``), the audit entry, the result to
+    report and the ids whose share copies retire with them (``retired``)."""
+
+    links: tuple[Change, ...]
+    new: Record | None
+    vector: NDArray[np.float32] | None
+    confirmed: Record | None
+    entry: AuditEntry
+    result: WriteResult
+    retired: tuple[str, ...]
+
+    def writes(self) -> list[Change]:
+        """The record changes in order: links first (the database allows one active,
+        uncontested version per key and checks it per statement), then the new or
+        confirmed version."""
+        if self.new is not None:
+            model = self.new.embedding_model
+            return [*self.links, Insert(self.new, self.vector if model else None)]
+        return [*self.links, *([Update(self.confirmed)] if self.confirmed else [])]
+
+    def with_new(self, record: Record) -> Plan:
+        """The plan writing ``record`` (the same id, fields adjusted) as the new version."""
+        assert self.new is not None
+        assert record.id == self.new.id
+        return replace(self, new=record, result=replace(self.result, record=record))
+
+
+def plan(
+    decision: Decision,
+    new: Record | None,
+    vector: NDArray[np.float32] | None,
+    proposal: Proposal,
+    owner: Owner,
+    now: datetime,
+) -> Plan:
+    """What carrying out ``decision`` writes (``Plan``), touching no store."""
+    confirmed = None
+    if new is None and decision.confirm is not None:
+        confirmed = _confirmed(decision.confirm, proposal, now, bool(decision.retire))
+    result_record = new or confirmed
+    touched = [r.id for r in (*decision.supersede, *decision.retire)]
+    if decision.linked is not None:
+        touched.append(decision.linked.id)
+    ids = ([result_record.id] if result_record else []) + touched
+    entry = AuditEntry(now, owner.tenant_id, owner.user_id, owner.actor,
+                       decision.operation.value, ids, decision.code)  # fmt: skip
+    retired = tuple(r.id for r in (*decision.supersede, *decision.retire))
+    result = WriteResult(operation=decision.operation, record=result_record,
+                         reason=decision.reason, superseded=list(retired),
+                         related=touched)  # fmt: skip
+    return Plan(tuple(_links(decision, new, now)), new, vector, confirmed, entry, result,
+                retired)  # fmt: skip
+
+
+def carry_out(store: Store, done: Plan, now: datetime) -> WriteResult:
+    """Apply one plan in one batch of changes (the caller holds the transaction),
+    then retract the share copies of the versions it retired."""
+    store.apply([*done.writes(), Audit(done.entry)])
+    follow_retired(store, [done], now)
+    return done.result
+
+
+def follow_retired(store: Store, plans: list[Plan], now: datetime) -> None:
+    """Retract the live share copies of what each plan retired (``write.copies``)."""
+    for done in plans:
+        copies.follow(store, done.entry.tenant_id, done.retired, Status.RETRACTED,
+                      "original_superseded", done.entry.actor, now)  # fmt: skip
+
+
 def commit(
     store: Store,
     decision: Decision,
@@ -179,27 +261,4 @@ def commit(
 
     The versions a new one replaces are closed before it is inserted: the database
     allows one active, uncontested version per key and checks it per statement."""
-    result_record = new
-    changes = _links(decision, new, now)
-    if new is not None:
-        changes.append(Insert(new, vector if new.embedding_model else None))
-    elif decision.confirm is not None:
-        result_record = _confirmed(decision.confirm, proposal, now, bool(decision.retire))
-        changes.append(Update(result_record))
-    touched = [r.id for r in (*decision.supersede, *decision.retire)]
-    if decision.linked is not None:
-        touched.append(decision.linked.id)
-    ids = ([result_record.id] if result_record else []) + touched
-    entry = AuditEntry(now, owner.tenant_id, owner.user_id, owner.actor,
-                       decision.operation.value, ids, decision.code)  # fmt: skip
-    store.apply([*changes, Audit(entry)])
-    retired = [r.id for r in (*decision.supersede, *decision.retire)]
-    copies.follow(store, owner.tenant_id, retired, Status.RETRACTED, "original_superseded",
-                  owner.actor, now)  # fmt: skip
-    return WriteResult(
-        operation=decision.operation,
-        record=result_record,
-        reason=decision.reason,
-        superseded=[r.id for r in (*decision.supersede, *decision.retire)],
-        related=touched,
-    )
+    return carry_out(store, plan(decision, new, vector, proposal, owner, now), now)

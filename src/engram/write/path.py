@@ -33,7 +33,7 @@ from engram.store.open import Backend
 from engram.store.predicate import OwnerSlot
 from engram.types import Operation, Proposal, Record, Status, WriteResult
 from engram.write import passages, policy, tombstones
-from engram.write.commit import Owner, commit, new_record
+from engram.write.commit import Owner, Plan, carry_out, commit, new_record, plan
 from engram.write.decide import Decision, SlotState, decide
 from engram.write.index import embed_contents, vectors_enabled
 from engram.write.passages import Unit
@@ -41,9 +41,11 @@ from engram.write.policy import Verdict, VerdictKind
 from engram.write.proposal import content_hash
 from engram.write.slots import slot_versions
 
-__all__ = ["Prepared", "WritePath"]
+__all__ = ["Part", "Prepared", "WritePath", "slot_probes", "slot_state"]
 
 _ACTIVE = (Status.ACTIVE.value,)
+# One prepared proposal: with its verdict, content hash and vector (None: none).
+Part = tuple[Proposal, Verdict, str, NDArray[np.float32] | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,12 +119,7 @@ class WritePath:
         meet (an import's versions of other rows of its file, which the exporting
         store has already decided). Vectors made under another model than the
         store's (the store was re-indexed meanwhile) are dropped rather than mixed in."""
-        model = prepared.model
-        if model is not None and self._store.vector_model() not in (None, model):
-            model = None
-        vectors = prepared.vectors if model else (None,) * len(prepared.vectors)
-        parts = list(zip(prepared.proposals, prepared.verdicts, prepared.hashes, vectors,
-                         strict=True))  # fmt: skip
+        parts = self.parts(prepared)
         buried = tombstones.buried(self._store, owner, prepared.hashes)
         results = []
         for span in prepared.units():
@@ -141,9 +138,25 @@ class WritePath:
                 tombstones.lift(self._store, owner, met, written, now)
         return results
 
+    @property
+    def store(self) -> Backend:
+        """The store this write path writes to."""
+        return self._store
+
+    def parts(self, prepared: Prepared) -> list[Part]:
+        """Each prepared proposal with its verdict, hash and vector; no vectors when
+        they were made under another model than the store's (it was re-indexed
+        meanwhile), rather than mixing models."""
+        model = prepared.model
+        if model is not None and self._store.vector_model() not in (None, model):
+            model = None
+        vectors = prepared.vectors if model else (None,) * len(prepared.vectors)
+        return list(zip(prepared.proposals, prepared.verdicts, prepared.hashes, vectors,
+                        strict=True))  # fmt: skip
+
     def _group(
         self, owner: Owner,
-        parts: Sequence[tuple[Proposal, Verdict, str, NDArray[np.float32] | None]],
+        parts: Sequence[Part],
         now: datetime,
     ) -> WriteResult:  # fmt: skip
         """The passages of one long content: all CONFIRM the same group already stored,
@@ -191,8 +204,25 @@ class WritePath:
         unseen: Callable[[Record], bool] | None = None,
     ) -> WriteResult:
         """Decide and commit one proposal against ``state`` (by default, what the
-        slot holds now, less the ``unseen`` versions); versions past their retention
-        take no part."""
+        slot holds now, less the ``unseen`` versions)."""
+        done = self.plan_one(slot, owner, proposal, verdict, digest, vector, now, state, unseen)
+        return carry_out(self._store, done, now)
+
+    def plan_one(
+        self,
+        slot: OwnerSlot,
+        owner: Owner,
+        proposal: Proposal,
+        verdict: Verdict,
+        digest: str,
+        vector: NDArray[np.float32] | None,
+        now: datetime,
+        state: SlotState | None = None,
+        unseen: Callable[[Record], bool] | None = None,
+    ) -> Plan:
+        """Decide one proposal against ``state`` (by default, what the slot holds now,
+        less the ``unseen`` versions) and plan its writes; versions past their
+        retention take no part (they are stored as expired now, ``_live``)."""
         if state is None:
             state = _without(self._slot_state(slot, proposal, digest, verdict), unseen)
         state = self._live(state, owner, now)
@@ -209,7 +239,7 @@ class WritePath:
             model = self._embedder.model_id if vector is not None else None
             proposal = _with_sensitivity(proposal, verdict)
             new = new_record(proposal, owner, decision, now, self._config, digest, model)
-        return commit(self._store, decision, new, vector, proposal, owner, now)
+        return plan(decision, new, vector, proposal, owner, now)
 
     def _live(self, state: SlotState, owner: Owner, now: datetime) -> SlotState:
         """``state`` without the versions past their retention: they read as expired
@@ -232,19 +262,9 @@ class WritePath:
             live.append(record)
         changes += [Update(record.replace(status=Status.EXPIRED, contested_with=None,
                                           updated_at=now)) for record in due.values()]  # fmt: skip
-        changes.append(
-            Audit(
-                AuditEntry(
-                    now,
-                    owner.tenant_id,
-                    owner.user_id,
-                    "retention",
-                    Operation.EXPIRE.value,
-                    list(due),
-                    "retention_ended",
-                )
-            )
-        )
+        entry = AuditEntry(now, owner.tenant_id, owner.user_id, "retention",
+                           Operation.EXPIRE.value, list(due), "retention_ended")  # fmt: skip
+        changes.append(Audit(entry))
         self._store.apply(changes)
         duplicates = [r for r in state.duplicates if r.id not in due and not _due(r, now)]
         return SlotState(live, duplicates)
@@ -255,14 +275,26 @@ class WritePath:
         """The slot's active versions of the key and of the content, read after the
         slot is locked for both (``lock_slot``), so no concurrent writer of the same
         key or content decides on the same state."""
-        if verdict.kind != VerdictKind.ACCEPT:
-            return SlotState()
-        probes = [SlotProbe(slot, _ACTIVE, content_hash=digest)]
-        if proposal.key:
-            probes.insert(0, SlotProbe(slot, _ACTIVE, key=proposal.key))
-        found = slot_versions(self._store, probes)
-        versions = found[0] if proposal.key else []
-        return SlotState(key_versions=versions, duplicates=found[-1])
+        probes = slot_probes(slot, proposal, digest, verdict)
+        return slot_state(proposal, slot_versions(self._store, probes)) if probes else SlotState()
+
+
+def slot_probes(slot: OwnerSlot, proposal: Proposal, digest: str,
+                verdict: Verdict) -> list[SlotProbe]:  # fmt: skip
+    """What a write of ``proposal`` to ``slot`` reads to decide: the active versions of
+    its key (when keyed), then those of its content; nothing unless it is accepted."""
+    if verdict.kind != VerdictKind.ACCEPT:
+        return []
+    probes = [SlotProbe(slot, _ACTIVE, content_hash=digest)]
+    if proposal.key:
+        probes.insert(0, SlotProbe(slot, _ACTIVE, key=proposal.key))
+    return probes
+
+
+def slot_state(proposal: Proposal, found: Sequence[Sequence[Record]]) -> SlotState:
+    """The state the answers of ``slot_probes`` (in order) describe."""
+    versions = found[0] if proposal.key else []
+    return SlotState(key_versions=versions, duplicates=found[-1])
 
 
 def _without(state: SlotState, unseen: Callable[[Record], bool] | None) -> SlotState:

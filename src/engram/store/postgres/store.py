@@ -29,7 +29,7 @@ from engram.errors import EngramError, InvalidArgument, StoreError
 from engram.store import contract
 from engram.store.dialect import POSTGRES
 from engram.store.lexical import terms
-from engram.store.postgres import lifecycle_sql, sql, vectors
+from engram.store.postgres import lifecycle_sql, slot_batch, sql, vectors
 from engram.store.postgres.admin import update_query
 from engram.store.postgres.changes import one_row, tenant_of
 from engram.store.postgres.config import PostgresConfig
@@ -156,14 +156,18 @@ class PostgresStore(Shares, Lifecycle):
     def _in_savepoint(
         self, vis: Visibility, probes: Sequence[contract.Probe]
     ) -> list[contract.Hits | EngramError]:
-        """The probes in turn on the transaction's connection, all in one savepoint;
-        when one fails, the savepoint is rolled back (the answers before it stand:
-        they were reads) and the probes after it run in a savepoint each."""
+        """The probes in turn on the transaction's connection, all in one savepoint, a
+        run of slot probes in one statement per slot (``slot_batch``); when one fails,
+        the savepoint is rolled back (the answers before it stand: they were reads)
+        and the probes after it run in a savepoint each."""
         answers: list[contract.Hits | EngramError] = []
         try:
             with self.connection("a recall probe") as conn, self.block(conn):
-                for probe in probes:
-                    answers.append(self._probe(conn, vis, probe))
+                for step in slot_batch.steps(vis, probes):
+                    if isinstance(step, list):
+                        answers += slot_batch.answer(conn, step)
+                    else:
+                        answers.append(self._probe(conn, vis, step))
         except EngramError as exc:
             if len(answers) == len(probes):  # all answered; the release failed: the next
                 return answers  # statement of the transaction reports its connection

@@ -7,26 +7,32 @@ chatter (``chatter``). Each answer is a pure function over a string: regular exp
 compiled at import, checksums (Luhn, IBAN mod-97) and value tests (``values``: entropy,
 placeholders, code expressions) where a pattern alone would flag too much. Findings
 carry spans, never copies of the text. Ordinary memories must pass untouched: versions,
-dates, timestamps, short git SHAs, UUIDs, order numbers, code and how-tos.
+dates, timestamps, short git SHAs, UUIDs, order numbers, code and how-tos. Inside
+``answering_once()`` the two scans a share repeats answer each text once (``memo``).
 """
 
 from __future__ import annotations
 
+from engram.write.detectors import personal, secret
 from engram.write.detectors.base import Finding, redact
 from engram.write.detectors.chatter import is_transient_chatter
 from engram.write.detectors.instruction import looks_like_instruction
-from engram.write.detectors.personal import find_personal_data
-from engram.write.detectors.secret import find_secrets
+from engram.write.detectors.memo import answering_once, once
 from engram.write.detectors.special import (
     ART9_KINDS,
     SPECIAL_CATEGORY_KINDS,
     find_special_category,
 )
 
+# Pure detectors, answering each text once inside ``answering_once`` (``memo``).
+find_personal_data = once("personal", personal.find_personal_data)
+find_secrets = once("secrets", secret.find_secrets)
+
 __all__ = [
     "ART9_KINDS",
     "SPECIAL_CATEGORY_KINDS",
     "Finding",
+    "answering_once",
     "find_personal_data",
     "find_secrets",
     "find_special_category",
