@@ -1,15 +1,11 @@
 """Decoding ``records`` rows: the slot-setting constructor builds exactly what
-``Record.__init__`` builds, and ``DecodedRows`` hands out a kept record only for
-an identical row, never shares a mutable value, and forgets on a forget."""
+``Record.__init__`` builds, every field with its value and its type."""
 
 from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-from engram import Context, Engram
-from engram.store.decoded import DecodedRows
 from engram.store.rows import COLUMNS, record_from_values, record_to_row
 from engram.types import (
     Authority,
@@ -63,46 +59,3 @@ def test_decoded_record_has_every_field_of_the_original() -> None:
         assert decoded == record
         assert _fields(decoded) == _fields(record)  # same values, same types
         assert decoded.replace(version=4).version == 4  # still a normal, frozen record
-
-
-def test_kept_record_only_for_an_identical_row() -> None:
-    cache = DecodedRows(per_generation=2)
-    row = _row(_record())
-    first = cache.records([row])[0]
-    assert cache.records([tuple(row)])[0] is first
-    touched = _row(_record(access_count=8))
-    again = cache.records([touched])[0]
-    assert again is not first
-    assert again.access_count == 8
-
-
-def test_mutable_values_are_never_shared() -> None:
-    cache = DecodedRows()
-    row = _row(_record(value={"tz": "UTC"}))
-    one, two = cache.records([row, row])
-    assert one == two
-    assert one is not two
-    assert one.value is not two.value
-    assert len(cache) == 0
-
-
-def test_generations_bound_the_cache() -> None:
-    cache = DecodedRows(per_generation=3)
-    rows = [_row(_record(id=f"01R{i}")) for i in range(10)]
-    cache.records(rows)
-    assert len(cache) <= 6
-    assert cache.records([rows[-1]])[0] is cache.records([rows[-1]])[0]
-
-
-def test_forget_drops_decoded_records(tmp_path: Path) -> None:
-    mem = Engram.open(f"sqlite:///{tmp_path / 'm.db'}", embedder="hashing")
-    try:
-        c = Context(tenant_id="acme", user_id="u1")
-        mem.remember(c, "The staging cluster lives in Frankfurt.")
-        assert mem.recall(c, "where is the staging cluster").items
-        assert mem.store.holds_cached(c.tenant_id)
-        assert len(mem.store.decoded) > 0  # type: ignore[attr-defined]
-        mem.forget(c, mem.recall(c, "staging cluster").ids[0])
-        assert len(mem.store.decoded) == 0  # type: ignore[attr-defined]
-    finally:
-        mem.close()

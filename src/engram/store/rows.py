@@ -108,7 +108,7 @@ def _slot_builder(cls: type[Any]) -> Callable[..., Any]:
     A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``
     (about 0.3 us a field: 11 us of the 36 of a ``Record``), and the read path
     builds hundreds of records per recall. The generated function stores the same
-    values in the same slots (``tests/store/test_rows_decode`` compares every field
+    values in the same slots (``tests/core/test_rows_decode`` compares every field
     with ``__init__``'s), without defaults or checks: the caller passes them all.
     """
     names = [f.name for f in dataclasses.fields(cls)]

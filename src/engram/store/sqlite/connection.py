@@ -26,7 +26,7 @@ from urllib.parse import quote
 from engram.errors import MigrationError, StoreError
 from engram.store import busy, held_files
 from engram.store.config import SQLiteConfig
-from engram.store.decoded import DecodedRows
+from engram.store.rows import record_from_values
 from engram.store.sqlite import statements
 from engram.store.sqlite.schema import MIGRATIONS
 from engram.types import Record
@@ -64,7 +64,6 @@ class Connection:
         self._owner: int | None = None  # the thread with an open transaction
         self._after_commit: list[Callable[[], None]] = []  # run at COMMIT, under the lock
         self._local = threading.local()
-        self.decoded = DecodedRows()  # records by row: decoding costs more than reading
         self._readers: weakref.WeakSet[_Reader] = weakref.WeakSet()
         self._readers_lock = threading.Lock()  # not the store lock: a writer holds that
         self._pooled = settings.read_connections and is_plain_file(path)
@@ -196,7 +195,7 @@ class Connection:
         return busy.retrying(attempt, conn, self.path, "a read", self.settings.busy_timeout_ms)
 
     def _records(self, query: statements.Query) -> list[Record]:
-        return self.decoded.records(self._rows(query, plain=True))
+        return [record_from_values(row) for row in self._rows(query, plain=True)]
 
     def _reader(self) -> sqlite3.Connection | None:
         """This thread's read-only connection, or None to read on the main one.

@@ -139,17 +139,13 @@ class Admin(Writes):
         """Drop from memory, now, everything a forget or an erasure must not leave
         behind: the in-memory vectors, postings and term counts of the subject's
         tenant (derived copies of its records may sit in any partition of the
-        tenant; they reload on the next search), the process-wide stem cache and
-        the decoded records (every tenant's: they are only a faster decode)."""
+        tenant; they reload on the next search) and the process-wide stem cache."""
         self._vector_engine.forget(subject.tenant_id)
         self._lexical_engine.forget(subject.tenant_id)
-        self.decoded.clear()
 
     def holds_cached(self, tenant_id: str) -> bool:
-        """Whether an in-memory vector or lexical partition, or a decoded record, of
-        the tenant is held."""
-        return (self._vector_engine.holds(tenant_id) or self._lexical_engine.holds(tenant_id)
-                or self.decoded.holds(tenant_id))  # fmt: skip
+        """Whether an in-memory vector or lexical partition of the tenant is held."""
+        return self._vector_engine.holds(tenant_id) or self._lexical_engine.holds(tenant_id)
 
     def scrub(self, strings: Sequence[str]) -> erasure.Scrub:
         """After an erasure commits: empty the WAL and scan the database, WAL and
