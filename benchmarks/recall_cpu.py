@@ -27,6 +27,7 @@ import cProfile
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -155,6 +156,86 @@ def run(
     return report
 
 
+def serve(store: Path, count: int, size: int) -> None:
+    """Worker of ``pair``: recall the queries of each ``start stop`` line read from
+    stdin (usage flushed after each, untimed) and answer ``cpu_ms wall_ms...``."""
+    corpus = Corpus(seed=7)
+    queries = corpus.queries(count, range(size), seed=size)
+    pre = PrecomputedEmbedder(HashingEmbedder())
+    pre.add([q.text for q in queries], pre.inner.embed([q.text for q in queries]))
+    with tempfile.TemporaryDirectory(prefix="recall-cpu-") as folder:
+        shutil.copyfile(store, Path(folder) / "store.db")
+        mem = Engram.open(f"sqlite:///{Path(folder) / 'store.db'}", embedder=pre, config=_config())
+        ctx = context("u0")
+        for q in corpus.queries(WARMUP, range(size), seed=size + 1):
+            mem.recall(ctx, q.text, budget=BUDGET, now=NOW)
+        print("ready", flush=True)
+        for line in sys.stdin:
+            start, stop = map(int, line.split())
+            cpu, walls = 0.0, []
+            for q in queries[start:stop]:
+                c0, w0 = time.process_time(), time.perf_counter()
+                mem.recall(ctx, q.text, budget=BUDGET, now=NOW)
+                walls.append((time.perf_counter() - w0) * 1000)
+                cpu += time.process_time() - c0
+                mem.flush()
+            print(" ".join(f"{x:.4f}" for x in [cpu * 1000, *walls]), flush=True)
+        mem.close()
+
+
+def pair(
+    old_src: Path, new_src: Path, store: Path, count: int, size: int, batch: int
+) -> dict[str, Any]:
+    """Both checkouts in worker processes, the same store and queries, batches of
+    ``batch`` queries alternating between them (old new, new old, ...), so that the
+    machine's load swings reach both alike; CPU per recall of each and the ratio."""
+    here = Path(__file__).resolve()
+    args = [
+        sys.executable,
+        str(here),
+        "serve",
+        str(store),
+        "--queries",
+        str(count),
+        "--size",
+        str(size),
+    ]
+    procs = {}
+    for tag, src in (("old", old_src), ("new", new_src)):
+        env = {**os.environ, "PYTHONPATH": str(src)}
+        procs[tag] = subprocess.Popen(
+            args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+        )
+    for proc in procs.values():
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+    cpu = dict.fromkeys(procs, 0.0)
+    walls: dict[str, list[float]] = {tag: [] for tag in procs}
+    for n, start in enumerate(range(0, count, batch)):
+        for tag in ("old", "new") if n % 2 == 0 else ("new", "old"):
+            proc = procs[tag]
+            assert proc.stdin is not None
+            assert proc.stdout is not None
+            proc.stdin.write(f"{start} {min(count, start + batch)}\n")
+            proc.stdin.flush()
+            values = [float(x) for x in proc.stdout.readline().split()]
+            cpu[tag] += values[0]
+            walls[tag].extend(values[1:])
+    for proc in procs.values():
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait()
+    report = {"records": size, "queries": count, "batch": batch,
+              "load": [round(x, 2) for x in os.getloadavg()]}  # fmt: skip
+    for tag in procs:
+        report[f"{tag}_cpu_ms_per_recall"] = round(cpu[tag] / count, 3)
+        report[f"{tag}_wall_p50_ms"] = round(float(np.median(walls[tag])), 3)
+        report[f"{tag}_wall_p95_ms"] = round(float(np.percentile(walls[tag], 95)), 3)
+    report["cpu_ratio_old_to_new"] = round(cpu["old"] / cpu["new"], 3)
+    print(json.dumps(report))
+    return report
+
+
 def compare(old: Path, new: Path) -> int:
     """Count the queries whose outputs differ; print the first difference."""
     a, b = old.read_text().splitlines(), new.read_text().splitlines()
@@ -186,6 +267,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--tag", default="")
     r.add_argument("--profile", type=Path, help="write a cProfile of the timed recalls here")
     r.add_argument("--results", type=Path, help="append the timing line to this JSONL file")
+    w = sub.add_parser("serve")
+    w.add_argument("store", type=Path)
+    w.add_argument("--queries", type=int, default=400)
+    w.add_argument("--size", type=int, default=10_000)
+    a = sub.add_parser("pair")
+    a.add_argument("old_src", type=Path, help="the old checkout's src folder")
+    a.add_argument("new_src", type=Path, help="the new checkout's src folder")
+    a.add_argument("store", type=Path)
+    a.add_argument("--queries", type=int, default=400)
+    a.add_argument("--size", type=int, default=10_000)
+    a.add_argument("--batch", type=int, default=20)
+    a.add_argument("--results", type=Path, help="append the report line to this JSONL file")
     c = sub.add_parser("compare")
     c.add_argument("old", type=Path)
     c.add_argument("new", type=Path)
@@ -198,6 +291,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.results:
             with args.results.open("a") as sink:
                 sink.write(json.dumps(report) + "\n")
+        return 0
+    if args.command == "serve":
+        serve(args.store, args.queries, args.size)
+        return 0
+    if args.command == "pair":
+        found = pair(args.old_src, args.new_src, args.store, args.queries, args.size, args.batch)
+        if args.results:
+            with args.results.open("a") as sink:
+                sink.write(json.dumps(found) + "\n")
         return 0
     return compare(args.old, args.new)
 
