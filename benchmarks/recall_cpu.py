@@ -11,13 +11,17 @@ same store at every step, and writes:
   and the trace without its id and timings, for a byte-for-byte comparison;
 - wall p50/p95 and CPU (``time.process_time``) per call.
 
-Run it once with ``PYTHONPATH=<old checkout>/src`` and once with the new one
-(alternating, for timings on a shared machine), then ``compare`` the two output
-files. Usage::
+Run it once with ``PYTHONPATH=<old checkout>/src`` and once with the new one,
+then ``compare`` the two output files. ``pair`` measures CPU per recall of both
+checkouts in the same minutes: each in a worker process (``serve``), batches of
+queries alternating between them, so the load swings of a shared machine reach
+both alike. Usage::
 
     PYTHONPATH=src python benchmarks/recall_cpu.py build /tmp/s10k.db 10000
     PYTHONPATH=src python benchmarks/recall_cpu.py run /tmp/s10k.db out.jsonl --tag new
     python benchmarks/recall_cpu.py compare old.jsonl new.jsonl
+    python benchmarks/recall_cpu.py pair OLD/src NEW/src /tmp/s10k.db \\
+        --results benchmarks/results/recall_cpu_ab.jsonl
 """
 
 from __future__ import annotations
