@@ -34,7 +34,7 @@ from engram.errors import InvalidArgument
 from engram.kernels import pairwise_dots
 from engram.recall.coverage import Coverage
 from engram.recall.model import Candidate
-from engram.recall.render import LAYOUTS, render
+from engram.recall.render import LAYOUTS, BlockLength, render
 from engram.types import Authority, Record, Retention, Sensitivity, Source, Status, Tier
 
 __all__ = [
@@ -202,7 +202,7 @@ def select(
     ranked: list[Candidate], config: Config, budget: Budget,
     render: Callable[[list[Candidate]], str], counter: TokenCounter,
     render_fresh: Callable[[list[Candidate]], str] | None = None,
-    covered: dict[str, Candidate] | None = None,
+    covered: dict[str, Candidate] | None = None, lengths: BlockLength | None = None,
 ) -> tuple[list[Candidate], int]:  # fmt: skip
     """Choose items within the budget; returns them best first and the tokens they use.
 
@@ -210,11 +210,14 @@ def select(
     not, since it renders shortened versions of a record under the same id.
     ``covered`` (filled when given) maps each candidate left out because a selected
     summary came from it, or because it is a summary of a selected episode, to that
-    selected item (``coverage``)."""
+    selected item (``coverage``). ``lengths`` (an empty ``BlockLength`` of the
+    blocks ``render`` draws) prices each draft without rendering it, when the
+    counter is ``ApproxTokenCounter`` (its count depends on the length alone)."""
     hard = dict(budget.per_type or {})
     pool = [c for c in ranked if hard.get(c.record.type, 1) > 0]
     mmr = _Diversity(pool, config.recall.mmr_lambda)
-    picker = _Picker(pool, mmr, budget, render, counter, Coverage(pool))
+    sized = lengths if type(counter) is ApproxTokenCounter else None
+    picker = _Picker(pool, mmr, budget, _Pricer(render, counter, sized), Coverage(pool))
     picker.fill(_quotas(config, budget))
     picker.reopen_quota_closed()
     picker.fill(hard)
@@ -262,16 +265,41 @@ def shorten(
     return version(low)
 
 
+def _with(chosen: list[Candidate], pick: Candidate) -> list[Candidate]:
+    """``chosen`` with ``pick`` added, best first (a tie keeps the earlier first)."""
+    return sorted([*chosen, pick], key=lambda c: -c.score)
+
+
+class _Pricer:
+    """Tokens of a draft selection: its rendered block counted, or, given the block's
+    running ``BlockLength``, the approximate count of that length (the same number)."""
+
+    def __init__(self, render: Callable[[list[Candidate]], str], counter: TokenCounter,
+                 lengths: BlockLength | None) -> None:  # fmt: skip
+        self._render, self._counter, self._lengths = render, counter, lengths
+
+    def cost(self, chosen: list[Candidate], pick: Candidate) -> int:
+        """Tokens of the block of ``chosen`` (best first) with ``pick`` added."""
+        if self._lengths is None:
+            return self._counter.count(self._render(_with(chosen, pick)))
+        return math.ceil(self._lengths.with_item(pick) / 4)  # ApproxTokenCounter.count
+
+    def took(self, pick: Candidate) -> None:
+        """``pick`` joined the selection."""
+        if self._lengths is not None:
+            self._lengths.add(pick)
+
+
 class _Picker:
     """Greedy MMR selection under item, token and per-type limits, in passes."""
 
     def __init__(
-        self, pool: list[Candidate], mmr: _Diversity, budget: Budget,
-        render: Callable[[list[Candidate]], str], counter: TokenCounter, coverage: Coverage,
+        self, pool: list[Candidate], mmr: _Diversity, budget: Budget, pricer: _Pricer,
+        coverage: Coverage,
     ) -> None:  # fmt: skip
         self._pool, self._mmr, self._budget = pool, mmr, budget
         self.coverage = coverage
-        self._render, self._counter = render, counter
+        self._pricer = pricer
         self._too_big = np.zeros(len(pool), dtype=bool)
         self.chosen: list[Candidate] = []
         self.tokens = 0
@@ -289,12 +317,12 @@ class _Picker:
             index = mmr.pick()
             mmr.open[index] = False
             pick = pool[index]
-            trial = sorted([*self.chosen, pick], key=lambda c: -c.score)
-            cost = self._counter.count(self._render(trial))
+            cost = self._pricer.cost(self.chosen, pick)
             if cost > self._budget.max_tokens:
                 self._too_big[index] = True
                 continue
-            self.chosen, self.tokens = trial, cost
+            self.chosen, self.tokens = _with(self.chosen, pick), cost
+            self._pricer.took(pick)
             mmr.chose(index)
             for other in self.coverage.chose(index):
                 mmr.open[other] = False

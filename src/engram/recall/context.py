@@ -41,17 +41,21 @@ def _score_group(group: Sequence[Candidate], rc: RecallConfig) -> None:
     base = [_base(c, rc) for c in group]
     absolute = [_absolute(c) for c in group]
     times = [c.record.observed_at.timestamp() for c in group]
+    gap, last = rc.context_max_gap_seconds, len(group) - 1
     for i, cand in enumerate(group):
         total = best_abs = 0.0
+        at = times[i]
         for distance in range(1, rc.context_window + 1):
-            near = [
-                j
-                for j in (i - distance, i + distance)
-                if 0 <= j < len(group) and abs(times[j] - times[i]) <= rc.context_max_gap_seconds
-            ]
-            if near:
-                total += max(base[j] for j in near) / distance
-                best_abs = max(best_abs, max(absolute[j] for j in near) / distance)
+            lo, hi = i - distance, i + distance  # the nearer-in-list neighbour first on ties
+            near_lo = lo >= 0 and abs(times[lo] - at) <= gap
+            near_hi = hi <= last and abs(times[hi] - at) <= gap
+            if near_lo and near_hi:
+                total += max(base[lo], base[hi]) / distance
+                best_abs = max(best_abs, max(absolute[lo], absolute[hi]) / distance)
+            elif near_lo or near_hi:
+                j = lo if near_lo else hi
+                total += base[j] / distance
+                best_abs = max(best_abs, absolute[j] / distance)
         cand.components["context"] = total
         cand.components["context_relevance"] = rc.context_factor * best_abs
 

@@ -10,6 +10,7 @@ text: they are a conflict, and the conflicts stage must see both.
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Callable, Hashable, Mapping
 
@@ -87,6 +88,31 @@ def _key_value(cand: Candidate) -> Hashable | None:
     return None if cand.record.key is None or value is None else (cand.record.key, value)
 
 
+_BLOCK = 48  # rows of ``_close`` per product
+
+
+def _close(
+    queries: NDArray[np.float32], matrix: NDArray[np.float32], rows: list[int],
+    owner: list[int], cosine: float,
+) -> NDArray[np.bool_]:  # fmt: skip
+    """``close[r, m]``: row ``r``'s vector is within ``cosine`` of member ``m``'s and
+    ``m`` belongs to a stronger candidate (``owner[m] < rows[r]``; both ascend).
+
+    Only those pairs are compared: a block of rows against the members owned by
+    candidates stronger than its last row, about half the products of the whole
+    matrix. Each dot product is computed on its own (``pairwise_dots``), so its
+    value does not depend on the block it was computed in."""
+    close = np.zeros((len(rows), len(owner)), dtype=bool)
+    for lo in range(0, len(rows), _BLOCK):
+        hi = min(lo + _BLOCK, len(rows))
+        cols = bisect.bisect_left(owner, rows[hi - 1])
+        if cols:
+            sims = pairwise_dots(queries[lo:hi], matrix[:cols])  # no BLAS threads
+            close[lo:hi, :cols] = sims >= cosine
+    close &= np.array(owner)[None, :] < np.array(rows)[:, None]  # only stronger groups
+    return close
+
+
 def _near_duplicates(
     candidates: list[Candidate], vectors: Mapping[str, NDArray[np.float32]],
     strength: Strength, config: RecallConfig, trace: Trace,
@@ -102,9 +128,8 @@ def _near_duplicates(
                for m in (c.id, *c.merged_from) if m in vectors]  # fmt: skip
     owner = [i for i, _ in members]
     queries = np.stack([ordered[i].vector for i in rows])  # type: ignore[misc]
-    sims = pairwise_dots(queries, np.stack([v for _, v in members]))  # no BLAS threads
-    close = sims >= config.near_duplicate_cosine
-    close &= np.array(owner)[None, :] < np.array(rows)[:, None]  # only stronger groups
+    close = _close(queries, np.stack([v for _, v in members]), rows, owner,
+                   config.near_duplicate_cosine)  # fmt: skip
     merged: set[int] = set()
     for row in np.flatnonzero(close.any(axis=1)).tolist():
         index = rows[row]

@@ -34,7 +34,7 @@ from engram.recall.model import (
     RecallStatus,
 )
 from engram.recall.plan import make_plan
-from engram.recall.render import render
+from engram.recall.render import BlockLength, render
 from engram.recall.rerank import rerank
 from engram.recall.trace import ChannelReport, StageReport, Trace
 from engram.scope import Scope
@@ -154,8 +154,9 @@ def _budget(s: _State) -> None:
         return render(items, s.config.types, None, s.request.budget.layout)
 
     covered: dict[str, Candidate] = {}
-    s.candidates, s.tokens = budget_stage.select(ranked, s.config, s.request.budget,
-                                                 draft, s.counter, fresh, covered)  # fmt: skip
+    lengths = BlockLength(s.config.types, s.request.budget.layout, rendered)
+    s.candidates, s.tokens = budget_stage.select(ranked, s.config, s.request.budget, draft,
+                                                 s.counter, fresh, covered, lengths)  # fmt: skip
     chosen = {c.id for c in s.candidates}
     for cand in ranked:
         if cand.id in covered:

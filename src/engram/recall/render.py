@@ -32,7 +32,7 @@ from engram.config import TypePolicy
 from engram.recall.model import Candidate
 from engram.types import Record
 
-__all__ = ["COMPACT_PREAMBLE", "LAYOUTS", "PREAMBLE", "SECTION_ORDER", "render"]
+__all__ = ["COMPACT_PREAMBLE", "LAYOUTS", "PREAMBLE", "SECTION_ORDER", "BlockLength", "render"]
 
 LAYOUTS = ("full", "compact")
 
@@ -86,6 +86,28 @@ def _line(record: Record) -> str:
     return f"- [{head}] {text}"
 
 
+def _header(name: str) -> str:
+    """The opening line of a section of the full layout."""
+    title = _attr(SECTION_TITLES.get(name, name))
+    return f'<section name="{_attr(name)}" title="{title}">'
+
+
+_SECTION_END = "</section>"
+_BLOCK_START, _BLOCK_END = "<engram_memory>", "</engram_memory>"
+
+
+def _section(cand: Candidate, types: Mapping[str, TypePolicy]) -> str:
+    policy = types.get(cand.record.type)
+    return policy.section if policy else "preferences"
+
+
+def _memo_item(cand: Candidate, memo: dict[str, str], layout: str) -> str:
+    text = memo.get(cand.id)
+    if text is None:
+        text = memo[cand.id] = (_line if layout == "compact" else _item)(cand.record)
+    return text
+
+
 def render(
     candidates: Sequence[Candidate], types: Mapping[str, TypePolicy],
     items: dict[str, str] | None = None, layout: str = "full",
@@ -98,25 +120,57 @@ def render(
     if not candidates:
         return ""
     memo = {} if items is None else items
-    item = _line if layout == "compact" else _item
     sections: dict[str, list[str]] = {}
     for cand in candidates:
-        policy = types.get(cand.record.type)
-        section = policy.section if policy else "preferences"
-        text = memo.get(cand.id)
-        if text is None:
-            text = memo[cand.id] = item(cand.record)
-        sections.setdefault(section, []).append(text)
+        sections.setdefault(_section(cand, types), []).append(_memo_item(cand, memo, layout))
     order = [*SECTION_ORDER, *sorted(set(sections) - set(SECTION_ORDER))]
     if layout == "compact":
         body = [line for name in order for line in sections.get(name, ())]
-        return "\n".join(["<engram_memory>", COMPACT_PREAMBLE, *body, "</engram_memory>"])
-    lines = ["<engram_memory>", PREAMBLE]
+        return "\n".join([_BLOCK_START, COMPACT_PREAMBLE, *body, _BLOCK_END])
+    lines = [_BLOCK_START, PREAMBLE]
     for name in order:
         if name in sections:
-            title = _attr(SECTION_TITLES.get(name, name))
-            lines.append(f'<section name="{_attr(name)}" title="{title}">')
+            lines.append(_header(name))
             lines.extend(sections[name])
-            lines.append("</section>")
-    lines.append("</engram_memory>")
+            lines.append(_SECTION_END)
+    lines.append(_BLOCK_END)
     return "\n".join(lines)
+
+
+class BlockLength:
+    """The length of the block ``render`` returns for a growing selection, kept as
+    sums (characters of its lines, how many lines), so that the budget stage can
+    price a draft without rendering it: ``render`` joins its lines with one
+    newline each, so the block of ``n`` lines holding ``c`` characters is
+    ``c + n - 1`` long, whatever order the items and sections come in.
+    ``tests/recall/test_block_length`` checks it against ``len(render(...))``."""
+
+    def __init__(self, types: Mapping[str, TypePolicy], layout: str,
+                 items: dict[str, str]) -> None:  # fmt: skip
+        self._types, self._layout, self._memo = types, layout, items
+        preamble = COMPACT_PREAMBLE if layout == "compact" else PREAMBLE
+        self._chars = len(_BLOCK_START) + len(preamble) + len(_BLOCK_END)
+        self._lines = 3
+        self._sections: set[str] = set()
+
+    def _growth(self, cand: Candidate) -> tuple[int, int, str | None]:
+        """Characters and lines ``cand`` adds, and the section it opens (if any)."""
+        chars = len(_memo_item(cand, self._memo, self._layout))
+        if self._layout == "compact":
+            return chars, 1, None
+        section = _section(cand, self._types)
+        if section in self._sections:
+            return chars, 1, None
+        return chars + len(_header(section)) + len(_SECTION_END), 3, section
+
+    def with_item(self, cand: Candidate) -> int:
+        """The block's length once ``cand`` is added (nothing is added)."""
+        chars, lines, _ = self._growth(cand)
+        return self._chars + chars + self._lines + lines - 1
+
+    def add(self, cand: Candidate) -> None:
+        """Count ``cand`` in the selection."""
+        chars, lines, section = self._growth(cand)
+        self._chars, self._lines = self._chars + chars, self._lines + lines
+        if section is not None:
+            self._sections.add(section)

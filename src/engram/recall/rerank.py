@@ -111,6 +111,7 @@ class _Request:
     fits: Mapping[str, float]
     usage_norm: float
     outcomes: Mapping[str, OutcomeStats]
+    half_lives: Mapping[str, float | None]  # by type, from the configuration
 
 
 def _freshness(record: Record, half_life: float | None, now: datetime) -> float:
@@ -162,29 +163,35 @@ def _in_period(record: Record, plan: Plan) -> float:
 
 
 def _components(cand: Candidate, req: _Request) -> None:
+    """Every component of one candidate, in the order the trace shows them (the
+    helpers above, inlined where they run for every candidate)."""
     rc, record, query_stems = req.config.recall, cand.record, req.query_stems
-    kind = scope_kind(record.scope)
-    fit = req.fits.get(record.type, 0.5)
+    kind, type_name = scope_kind(record.scope), record.type
+    fit = req.fits.get(type_name, 0.5)
     overlap = len(query_stems & _stems(record.content)) if query_stems else 0
     bm25 = cand.channels.get("lexical", req.unseen_bm25 if overlap else 0.0)
-    cand.components.update(
-        semantic=max(0.0, cand.components.get("semantic_raw", 0.0)),
-        lexical=bm25 / req.best_bm25 if req.best_bm25 > 0 else 0.0,
-        coverage=overlap / len(query_stems) if query_stems else 0.0,
-        task_fit=fit,
-        scope=rc.scope_weights.get(kind, 0.0),
-        authority=rc.authority_weights.get(record.authority, 0.0),
-        freshness=_freshness(record, req.config.policy(record.type).half_life_days, req.plan.now),
-        confidence=record.confidence,
-        usage=min(1.0, math.log1p(record.access_count) / req.usage_norm),
-        structural=_structural(record, kind, req.plan, rc, fit, overlap > 0),
-        speaker=_speaker(record, rc, req.query_words),
-        period=_in_period(record, req.plan),
-        standing=_standing(record, rc),
+    lives = req.half_lives  # an unknown type raises ConfigError from ``policy``
+    half_life = (
+        lives[type_name] if type_name in lives else req.config.policy(type_name).half_life_days
     )
+    conversational = type_name in rc.context_types
+    c = cand.components
+    c["semantic"] = max(0.0, c.get("semantic_raw", 0.0))
+    c["lexical"] = bm25 / req.best_bm25 if req.best_bm25 > 0 else 0.0
+    c["coverage"] = overlap / len(query_stems) if query_stems else 0.0
+    c["task_fit"] = fit
+    c["scope"] = rc.scope_weights.get(kind, 0.0)
+    c["authority"] = rc.authority_weights.get(record.authority, 0.0)
+    c["freshness"] = 1.0 if half_life is None else _freshness(record, half_life, req.plan.now)
+    c["confidence"] = record.confidence
+    c["usage"] = min(1.0, math.log1p(record.access_count) / req.usage_norm)
+    c["structural"] = _structural(record, kind, req.plan, rc, fit, overlap > 0)
+    c["speaker"] = _speaker(record, rc, req.query_words) if conversational else 0.0
+    c["period"] = 0.0 if req.plan.period is None else _in_period(record, req.plan)
+    c["standing"] = _standing(record, rc) if conversational else 0.0
     if record.tier == Tier.PROCEDURAL:
         stats = req.outcomes.get(record.id) or OutcomeStats()
-        cand.components["outcome"] = stats.success_rate(*rc.outcome_prior)
+        c["outcome"] = stats.success_rate(*rc.outcome_prior)
 
 
 def _outcome_lift(cand: Candidate, rc: RecallConfig) -> float:
@@ -232,6 +239,7 @@ def rerank(
         unseen_bm25=_unseen_bm25(candidates, plan, rc, trace),
         fits=rc.task_fit.get(plan.intent.value, {}),
         usage_norm=math.log1p(rc.usage_saturation), outcomes=outcomes or {},
+        half_lives={name: policy.half_life_days for name, policy in config.types.items()},
     )  # fmt: skip
     for cand in candidates:
         _components(cand, req)

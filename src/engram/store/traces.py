@@ -20,9 +20,14 @@ from typing import Any
 from engram.store.predicate import Tenant, Visibility
 from engram.store.rows import to_micros
 
-__all__ = ["TraceRow", "delete_naming", "get", "insert", "named_ids", "retention"]
+__all__ = [
+    "TraceRow", "delete_naming", "get", "insert", "named_ids", "named_ids_in", "retention",
+]  # fmt: skip
 
 _ID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
+# A JSON string that is exactly an id: an opening quote (never escaped, so never after a
+# backslash; a quote inside a string always is), 26 id characters, the closing quote.
+_QUOTED_ID = re.compile(r'(?<!\\)"([0-9A-HJKMNP-TV-Z]{26})"')
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,9 +45,10 @@ class TraceRow:
     @classmethod
     def of(cls, vis: Visibility, trace_id: str, at: datetime, body: dict[str, object]) -> TraceRow:
         """The row of a trace recorded under ``vis`` at ``at`` (stored as microseconds)."""
-        ids = named_ids(body) - {trace_id}
+        text = json.dumps(body)
+        ids = named_ids_in(text) - {trace_id}
         return cls(trace_id, vis.tenant_id, vis.user_id, vis.trace_key(), ids,
-                   to_micros(at) or 0, json.dumps(body))  # fmt: skip
+                   to_micros(at) or 0, text)  # fmt: skip
 
     def params(self) -> dict[str, Any]:
         """Bound parameters of ``insert``."""
@@ -67,6 +73,13 @@ def named_ids(value: object) -> frozenset[str]:
         elif isinstance(item, (list, tuple)):
             stack.extend(item)
     return frozenset(found)
+
+
+def named_ids_in(text: str) -> frozenset[str]:
+    """``named_ids`` of the value ``text`` is the ``json.dumps`` of (string keys
+    only, as in every trace body), read from the text: one regular-expression pass
+    instead of a walk over the value (a recall's trace names a few hundred ids)."""
+    return frozenset(_QUOTED_ID.findall(text))
 
 
 def insert() -> str:
