@@ -155,27 +155,45 @@ def load(store: PostgresStore, url: str, size: int, seed: int, source: Source) -
     return {"matrix": matrix, "owners": owners, "ids": ids, "vocab": vocab, "timings": timings}
 
 
-def _claim(store: PostgresStore, model: str) -> None:
-    """Claim the model (types the column, records the model) with one record of a
-    tenant no caller reads."""
+def _record(model: str, tenant: str, ident: str) -> Any:
+    """A plain semantic record of ``tenant`` (the claim, and the timed inserts)."""
     from datetime import UTC, datetime
 
     from engram.types import Authority, Record, Retention, Sensitivity, Source, Status, Tier
 
     at = datetime(2024, 5, 1, tzinfo=UTC)
-    record = Record(
-        id="claim", tenant_id="claim", user_id="claim", agent_id=None, scope="user",
-        tier=Tier.SEMANTIC, type="fact", key=None, value=None, content="claim",
+    return Record(
+        id=ident, tenant_id=tenant, user_id=tenant, agent_id=None, scope="user",
+        tier=Tier.SEMANTIC, type="fact", key=None, value=None, content=f"record {ident}",
         authority=Authority.EXPLICIT_USER, confidence=1.0, source=Source(), observed_at=at,
         valid_from=None, valid_to=None, created_at=at, updated_at=at, status=Status.ACTIVE,
         version=1, supersedes=None, superseded_by=None, sensitivity=Sensitivity.LOW,
         purpose=None, consent_basis=None, retention=Retention.LONG_TERM, expires_at=None,
         importance=0.5, access_count=0, last_accessed_at=None, private=False,
-        embedding_model=model, content_hash="claim",
+        embedding_model=model, content_hash=f"h-{ident}",
     )  # fmt: skip
+
+
+def _claim(store: PostgresStore, model: str) -> None:
+    """Claim the model (types the column, records the model) with one record of a
+    tenant no caller reads."""
     vector = np.zeros(DIM, dtype=np.float32)
     vector[0] = 1.0
-    store.apply([contract.Insert(record, vector)])
+    store.apply([contract.Insert(_record(model, "claim", "claim"), vector)])
+
+
+def time_inserts(store: PostgresStore, data: dict[str, Any], count: int) -> dict[str, Any]:
+    """``count`` single-record transactions into the loaded index (each one HNSW insert
+    at the index's ``ef_construction``); the vectors are query vectors, in the data's
+    distribution but not stored yet."""
+    vectors = _queries(data, "big", count, seed=99)
+    spent = []
+    for i, vector in enumerate(vectors):
+        record = _record(data["source"].model, "inserts", f"ins{i:023d}")
+        tick = time.perf_counter()
+        store.apply([contract.Insert(record, vector)])
+        spent.append((time.perf_counter() - tick) * 1000)
+    return summarize(spent[3:])
 
 
 def _queries(data: dict[str, Any], user: str, count: int, seed: int) -> NDArray[np.float32]:
@@ -244,7 +262,7 @@ def _plan(store: PostgresStore, vis: Visibility, q: NDArray[np.float32], model: 
 
 def run_size(
     size: int, queries: int, base_url: str, config: PostgresConfig, efs: list[int],
-    source: Source,
+    source: Source, inserts_n: int = 0,
 ) -> dict[str, Any]:  # fmt: skip
     """One fresh database of ``size`` records: load and build once, then measure
     both callers at each ``hnsw_ef_search`` (a store opened per setting)."""
@@ -268,9 +286,14 @@ def run_size(
         finally:
             tuned.close()
         sweeps.append({"hnsw_ef_search": ef, "callers": callers})
+    timed = PostgresStore.open(url, config)
+    try:
+        inserts = time_inserts(timed, data, inserts_n) if inserts_n else None
+    finally:
+        timed.close()
     with psycopg.connect(base_url, autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    return {"size": size, "load": data["timings"], "sweeps": sweeps}
+    return {"size": size, "load": data["timings"], "sweeps": sweeps, "inserts": inserts}
 
 
 def _server_url() -> str:
@@ -295,6 +318,8 @@ def main(argv: list[str]) -> None:
                         help="local: where vector_cache.py keeps the corpus vectors")  # fmt: skip
     parser.add_argument("--hnsw-m", type=int, help="the index's m (default: the store's)")
     parser.add_argument("--hnsw-ef-construction", type=int, help="(default: the store's)")
+    parser.add_argument("--inserts", type=int, default=0,
+                        help="then time this many single-record inserts")  # fmt: skip
     args = parser.parse_args(argv[1:])
     config = PostgresConfig(maintenance_work_mem="4GB", statement_timeout_ms=0)
     built = {"hnsw_m": args.hnsw_m, "hnsw_ef_construction": args.hnsw_ef_construction}
@@ -304,7 +329,7 @@ def main(argv: list[str]) -> None:
     efs = args.ef_search or [config.hnsw_ef_search]
     facts = machine(argv)  # at the start: its load average is the one before the runs
     url = _server_url()
-    runs = [run_size(size, args.queries, url, config, efs, source)
+    runs = [run_size(size, args.queries, url, config, efs, source, args.inserts)
             for size in args.size or [100_000]]  # fmt: skip
     rows = [
         (run["size"], sweep["hnsw_ef_search"], c["user"], c["visible_vectors"],
@@ -319,7 +344,7 @@ def main(argv: list[str]) -> None:
         rows,
     )  # fmt: skip
     for run in runs:
-        print(f"load {run['size']:,}: {run['load']}")
+        print(f"load {run['size']:,}: {run['load']}; single inserts: {run['inserts']}")
     settings = {"embedder": args.embedder, "vectors_model": source.model,
                 "hnsw_m": config.hnsw_m, "hnsw_ef_construction": config.hnsw_ef_construction,
                 "hnsw_ef_search": efs, "iterative_scan": "relaxed_order",

@@ -106,11 +106,16 @@ class PostgresConfig:
       and more: 17 s of refusals after a 40 s outage, measured).
     * ``statement_timeout_ms``: the server cancels any statement running longer
       (0: no limit); a cancelled probe yields ``Unavailable``, never a hang.
-    * ``hnsw_m`` / ``hnsw_ef_construction``: the HNSW index build; ``hnsw_ef_search``
-      the candidate list of a query (200: recall@10 0.973 against exact at 100K
-      hashing vectors, where 100 gave 0.941 at half the latency;
-      ``benchmarks/pg_vectors.py``); ``hnsw_max_scan_tuples`` how far an iterative
-      scan may walk for a selective scope before the exact fallback takes over.
+    * ``hnsw_m`` / ``hnsw_ef_construction``: the HNSW index build (fixed when the
+      index is built: ``rebuild_vector_index`` applies a new value);
+      ``hnsw_ef_search`` the candidate list of a query. On the default embedder's
+      vectors at 100K (``benchmarks/pg_vectors.py --embedder local``) a build at
+      ``ef_construction`` 128 gave recall@10 0.965-0.970 against exact at
+      ``ef_search`` 200, where 64 gave 0.925-0.939 (64 needed ``ef_search`` 300 for
+      0.950, at a slower query); 128 costs about 1.4x per vector insert into a
+      loaded index and 1.3-1.8x build time. ``hnsw_max_scan_tuples`` is how far an
+      iterative scan may walk for a selective scope before the exact fallback
+      takes over.
     * ``exact_below_rows``: a caller who sees fewer vectors than this is searched
       exactly (a filtered index walk of a small scope misses its nearest rows;
       0: never).
@@ -139,7 +144,7 @@ class PostgresConfig:
     reconnect_timeout_s: float = 5.0
     statement_timeout_ms: int = 5000
     hnsw_m: int = 16
-    hnsw_ef_construction: int = 64
+    hnsw_ef_construction: int = 128
     hnsw_ef_search: int = 200
     hnsw_max_scan_tuples: int = 20_000
     exact_below_rows: int = 20_000
