@@ -141,6 +141,31 @@ class Server:
             self.process.wait(timeout=20)
         self.kill()
 
+    def workers_cpu(self, store: Path) -> dict[int, float]:
+        """CPU seconds used so far by each child of the server that holds ``store``
+        open (a ``--workers`` worker that opened its Engram); Linux ``/proc``."""
+        assert self.process is not None
+        tick = os.sysconf("SC_CLK_TCK")
+        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        out: dict[int, float] = {}
+        for pid in (int(p) for p in children.read_text().split()):
+            with contextlib.suppress(OSError):
+                fds = [os.readlink(f) for f in Path(f"/proc/{pid}/fd").iterdir()]
+                if os.path.realpath(store) in fds:
+                    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                    out[pid] = (int(fields[11]) + int(fields[12])) / tick
+        return out
+
+    def wait_workers(self, store: Path) -> dict[int, float]:
+        """Wait until every one of ``workers`` holds ``store`` open; their CPU seconds."""
+        deadline = time.monotonic() + self.start_timeout_s
+        while time.monotonic() < deadline:
+            found = self.workers_cpu(store)
+            if len(found) >= self.workers:
+                return found
+            time.sleep(0.1)
+        raise ServerFailed(f"fewer than {self.workers} workers opened {store}")
+
     @property
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
