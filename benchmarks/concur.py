@@ -17,6 +17,14 @@ baseline, 1x1 by default) in the same run.
 ``--mix no-erasure`` leaves out sweeps, forgets and erasures (their physical pass,
 a WAL checkpoint and file scan, or a table rewrite, holds the write lock longest)
 and writes ``concur-no-erasure.json`` instead of ``concur.json``.
+
+``--surface rest`` sends the same workload through a real ``engram serve``
+(``--workers N`` server processes on one socket) over loopback HTTP from P client
+processes of T threads (``tests/reliability/restconcur_support.py``: no sweep, it
+has no route; corrections of a key's last seen version besides SUPERSEDEs), judged
+by the same checks, and writes ``concur-rest-w<N>[-<mix>].json``.
+
+    PYTHONPATH=src .venv/bin/python benchmarks/concur.py --surface rest --workers 2
 """
 
 from __future__ import annotations
@@ -34,6 +42,8 @@ from common import machine, print_table, ratio, summarize, temp_dir, write_resul
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "reliability"))
 from concur_checks import judge
 from concur_support import KINDS, Plan, open_engram, run
+from restconcur_support import REST_MIX, run_rest
+from restcrash_server import Server, admin_key, clear_working
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MIXES = {
@@ -42,6 +52,10 @@ MIXES = {
         (k, 0 if k in ("sweep", "forget", "erase") else w) for k, w in Plan("").mix
     ),
 }
+REST_MIXES = {
+    "all": REST_MIX,
+    "no-erasure": tuple((k, 0 if k in ("forget", "erase") else w) for k, w in REST_MIX),
+}
 
 
 def _shape(text: str) -> tuple[int, int]:
@@ -49,16 +63,36 @@ def _shape(text: str) -> tuple[int, int]:
     return int(processes), int(threads)
 
 
-def measure(plan: Plan) -> dict[str, Any]:
+def _through_rest(plan: Plan, workers: int, folder: Path) -> tuple[list[Any], float]:
+    """The plan's clients against ``engram serve --workers`` on the plan's store."""
+    keys = folder / f"keys-{uuid.uuid4().hex[:8]}.json"
+    server = Server(plan.url, keys, folder, plan.working, workers=workers)
+    key = admin_key(keys, plan.tenant)
+    server.start()
+    try:
+        if workers > 1 and plan.url.startswith("sqlite"):
+            server.wait_workers(Path(plan.url.removeprefix("sqlite:///")))
+        return run_rest(plan, server.url, key)
+    finally:
+        server.stop()
+
+
+def measure(plan: Plan, surface: str = "sdk", workers: int = 1,
+            folder: Path | None = None) -> dict[str, Any]:  # fmt: skip
     """One run of ``plan``: rates and latencies per kind, what failed, the verdict."""
     open_engram(plan).close()  # migrate before the processes race to open it
-    logs, seconds = run(plan)
+    if surface == "rest":
+        assert folder is not None
+        logs, seconds = _through_rest(plan, workers, folder)
+    else:
+        logs, seconds = run(plan)
     verdict = judge(plan, logs)
     per_kind = {}
-    for kind in KINDS:
+    for kind in (k for k, _ in plan.mix) if surface == "rest" else KINDS:
         times = [t for log in logs for t in log.times_ms.get(kind, [])]
         per_kind[kind] = {"per_s": round(len(times) / plan.seconds, 1), **summarize(times)}
     return {
+        "surface": surface, "server_workers": workers if surface == "rest" else None,
         "processes": plan.processes, "threads": plan.threads, "seconds": round(seconds, 2),
         "calls_per_s": round(sum(verdict.calls.values()) / plan.seconds, 1),
         "kinds": per_kind, "failures": dict(verdict.failures),
@@ -71,7 +105,10 @@ def measure(plan: Plan) -> dict[str, Any]:
 
 def _drop_working(plan: Plan) -> None:
     """Delete the run's working-memory keys from Redis."""
-    if plan.working is None or plan.redis_prefix is None:
+    if plan.working is None:
+        return
+    if plan.redis_prefix is None:  # engram serve: the default prefix, the plan's tenant
+        clear_working(plan.working, plan.tenant)
         return
     import redis
 
@@ -88,13 +125,14 @@ def backend_runs(name: str, url_of: Any, shapes: list[tuple[int, int]], args: An
     out = []
     for n, (processes, threads) in enumerate(shapes):
         url = url_of(n)
+        rest = args.surface == "rest"
         plan = Plan(url=url, processes=processes, threads=threads, seconds=args.seconds,
-                    mix=MIXES[args.mix])  # fmt: skip
+                    mix=(REST_MIXES if rest else MIXES)[args.mix])  # fmt: skip
         if url.startswith("postgresql"):
-            plan = dataclasses.replace(plan, working=args.redis,
-                                       redis_prefix=f"bench{uuid.uuid4().hex[:8]}")  # fmt: skip
+            prefix = None if rest else f"bench{uuid.uuid4().hex[:8]}"
+            plan = dataclasses.replace(plan, working=args.redis, redis_prefix=prefix)
         try:
-            result = {"backend": name, **measure(plan)}
+            result = {"backend": name, **measure(plan, args.surface, args.workers, folder)}
         finally:
             _drop_working(plan)
         out.append(result)
@@ -115,6 +153,9 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/14")
     parser.add_argument("--mix", choices=sorted(MIXES), default="all",
                         help="all: every kind; no-erasure: no sweep, forget or erase")  # fmt: skip
+    parser.add_argument("--surface", choices=("sdk", "rest"), default="sdk",
+                        help="sdk: processes on the store; rest: through engram serve")  # fmt: skip
+    parser.add_argument("--workers", type=int, default=1, help="engram serve --workers (rest)")
     args = parser.parse_args(argv)
     shapes = [_shape(s) for s in args.shapes.split(",")]
     backends = args.backends.split(",")
@@ -126,9 +167,12 @@ def main(argv: list[str]) -> None:
         if "postgresql" in backends:
             results += _postgres_runs(shapes, args, folder)
     _print(results)
-    name = "concur.json" if args.mix == "all" else f"concur-{args.mix}.json"
+    stem = f"concur-rest-w{args.workers}" if args.surface == "rest" else "concur"
+    name = f"{stem}.json" if args.mix == "all" else f"{stem}-{args.mix}.json"
     write_results(RESULTS / name, {"machine": machine(sys.argv), "seconds": args.seconds,
-                                   "mix": dict(MIXES[args.mix]), "runs": results})  # fmt: skip
+                                   "surface": args.surface, "runs": results,
+                                   "mix": dict((REST_MIXES if args.surface == "rest" else
+                                                MIXES)[args.mix])})  # fmt: skip
 
 
 def _postgres_runs(shapes: list[tuple[int, int]], args: Any, folder: Path) -> list[dict[str, Any]]:
@@ -151,10 +195,11 @@ def _postgres_runs(shapes: list[tuple[int, int]], args: Any, folder: Path) -> li
 
 
 def _print(results: list[dict[str, Any]]) -> None:
-    header = ["backend", "PxT", "calls/s", "x first", *(f"{k}/s" for k in KINDS),
+    kinds = list(results[0]["kinds"]) if results else list(KINDS)
+    header = ["backend", "PxT", "calls/s", "x first", *(f"{k}/s" for k in kinds),
               "remember p95 ms", "recall p95 ms", "problems", "failures"]  # fmt: skip
     rows = [[r["backend"], f"{r['processes']}x{r['threads']}", r["calls_per_s"],
-             r["ratio_to_first_shape"], *(r["kinds"][k]["per_s"] for k in KINDS),
+             r["ratio_to_first_shape"], *(r["kinds"][k]["per_s"] for k in kinds),
              r["kinds"]["remember"].get("p95_ms"), r["kinds"]["recall"].get("p95_ms"),
              r["problem_count"], sum(r["failures"].values())] for r in results]  # fmt: skip
     print_table("concurrent workload on one store (hashing embedder)", header, rows)

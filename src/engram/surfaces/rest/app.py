@@ -59,6 +59,7 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
             components.update(definitions.pop("$defs", {}))
             components[model.__name__] = definitions
         _declare_rate_limit(schema)
+        _declare_unavailable(schema)
         app.openapi_schema = schema
     return app.openapi_schema
 
@@ -74,6 +75,20 @@ def _declare_rate_limit(schema: dict[str, Any]) -> None:
             continue
         for operation in operations.values():
             operation.setdefault("responses", {})["429"] = {**declared, "headers": retry}
+
+
+def _declare_unavailable(schema: dict[str, Any]) -> None:
+    """Declare the ``Retry-After`` every 503 problem carries (``problems._engram_error``)."""
+    retry = {"Retry-After": {"description": "seconds to wait before sending it again "
+                             "(nothing was written)", "schema": {"type": "integer",
+                             "minimum": 1}}}  # fmt: skip
+    for path, operations in schema.get("paths", {}).items():
+        if not path.startswith("/v1/"):
+            continue
+        for operation in operations.values():
+            unavailable = operation.get("responses", {}).get("503")
+            if unavailable is not None:
+                unavailable["headers"] = retry
 
 
 def _limiter(settings: RestSettings) -> Limiter | None:

@@ -7,7 +7,10 @@ not allowed) gets its row from ``surfaces.errors.PROTOCOL``. Each problem has
 ``status``, ``detail`` and ``instance`` (the request path); a validation
 problem adds ``errors`` (where and what, never the rejected input); a partial
 write (a batch larger than one chunk failing part-way) adds ``results``, the
-write results of the items that committed, in input order.
+write results of the items that committed, in input order. A 503 (the store busy
+past its bound or unreachable, Redis unreachable, the embedder failing) carries
+``Retry-After: 1``: nothing was written and the same request may simply be sent
+again.
 
 A field ``tenant_id`` in a body or query is never read: the API key decides the
 tenant. Naming another tenant than the key's is 403; naming the key's own is
@@ -45,6 +48,7 @@ __all__ = [
 PROBLEM_MEDIA = "application/problem+json"
 TYPE_PREFIX = "/problems/"
 _REF = {"$ref": "#/components/schemas/Problem"}
+UNAVAILABLE_RETRY_AFTER = "1"  # seconds a client waits before retrying a 503
 
 
 class FieldError(BaseModel):
@@ -105,7 +109,10 @@ async def _engram_error(request: Request, exc: Exception) -> JSONResponse:
     committed = None
     if isinstance(exc, PartialWrite):  # say which items were written before the failure
         committed = [write_view(r) for r in exc.results if isinstance(r, WriteResult)]
-    return problem_response(outcome_for(exc), str(exc), request.url.path, results=committed)
+    outcome = outcome_for(exc)
+    # a busy or unreachable store, a failed embedder: nothing was written, try again soon
+    headers = {"Retry-After": UNAVAILABLE_RETRY_AFTER} if outcome.http_status == 503 else None
+    return problem_response(outcome, str(exc), request.url.path, headers, results=committed)
 
 
 async def _unauthenticated(request: Request, exc: Exception) -> JSONResponse:
