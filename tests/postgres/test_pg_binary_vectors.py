@@ -88,3 +88,29 @@ def test_batched_slot_probes_answer_as_alone(store: Any) -> None:
         ids = lambda answers: [[r.id for r, _ in a] for a in answers]  # noqa: E731
         assert ids(batched) == ids(alone)
         assert ids(alone) != [[], []]
+
+
+def test_a_failed_run_of_slot_probes_is_asked_again_probe_by_probe(
+    store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the one statement of a run of slot probes fails, no probe gets an error
+    that was not its own: each is asked again alone and answers."""
+    from engram.store.contract import SlotProbe
+    from engram.store.postgres import slot_batch
+    from engram.store.predicate import OwnerSlot
+
+    slot = OwnerSlot.of("acme", "u1", "coder", "user", "coder")
+    _ins(store, [Insert(make_record("keyed", key="k", agent="coder"), None)])
+    probes = [SlotProbe(slot, ("active",), key="k"), SlotProbe(slot, ("active",), key="none")]
+    alone = [[r.id for r, _ in a] for a in store.candidates(slot.visibility, probes)]
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise StoreError("the batched statement failed")
+
+    monkeypatch.setattr(slot_batch, "answer", broken)
+    with store.transaction():
+        answers = store.candidates(slot.visibility, probes)
+    assert not [a for a in answers if isinstance(a, Exception)], answers
+    assert [[r.id for r, _ in a] for a in answers] == alone
+    assert alone[0]
+    assert not alone[1]

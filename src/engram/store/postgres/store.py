@@ -159,11 +159,15 @@ class PostgresStore(Shares, Lifecycle):
         """The probes in turn on the transaction's connection, all in one savepoint, a
         run of slot probes in one statement per slot (``slot_batch``); when one fails,
         the savepoint is rolled back (the answers before it stand: they were reads)
-        and the probes after it run in a savepoint each."""
+        and the probes after it run in a savepoint each. A failed single probe
+        yields its error; a failed run of slot probes is asked again probe by probe,
+        so each gets its own answer or error, never another's."""
         answers: list[contract.Hits | EngramError] = []
+        batched = False
         try:
             with self.connection("a recall probe") as conn, self.block(conn):
                 for step in slot_batch.steps(vis, probes):
+                    batched = isinstance(step, list)
                     if isinstance(step, list):
                         answers += slot_batch.answer(conn, step)
                     else:
@@ -171,7 +175,8 @@ class PostgresStore(Shares, Lifecycle):
         except EngramError as exc:
             if len(answers) == len(probes):  # all answered; the release failed: the next
                 return answers  # statement of the transaction reports its connection
-            answers.append(exc)
+            if not batched:
+                answers.append(exc)
         return answers + [self._answer(vis, probe) for probe in probes[len(answers) :]]
 
     def _answer(self, vis: Visibility, probe: contract.Probe) -> contract.Hits | EngramError:
