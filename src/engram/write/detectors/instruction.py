@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from engram.write.detectors.keywords import Vocabulary, Words, casekey, could_match, needed
 from engram.write.detectors.normalise import views
 
 __all__ = ["looks_like_instruction"]
@@ -114,16 +115,37 @@ _SQUEEZED = (
     r"|systemprompt|youarenow|developermode|jailbreak|newinstructions"
 )
 
-_STRONG = re.compile("|".join(_STRONG_EN + _STRONG_EU + (_SQUEEZED,)), _I)
-_ANY = re.compile("|".join(_STRONG_EN + _STRONG_EU + _BROAD + (_SQUEEZED,)), _I)
+
+Guarded = tuple[tuple[re.Pattern[str], Words], ...]
+
+
+def _guarded(patterns: tuple[str, ...]) -> Guarded:
+    """Each pattern compiled on its own with its keyword guard words (``keywords``).
+
+    A view matches the alternation of the patterns exactly when it matches one of them,
+    so asking only those whose words the view holds gives the alternation's answer.
+    """
+    compiled = (re.compile(pattern, _I) for pattern in patterns)
+    return tuple((pattern, needed(pattern)) for pattern in compiled)
+
+
+_STRONG = _guarded(_STRONG_EN + _STRONG_EU + (_SQUEEZED,))
+_ANY = _guarded(_STRONG_EN + _STRONG_EU + _BROAD + (_SQUEEZED,))
+_WORDS = Vocabulary(words for _, words in _ANY)  # _STRONG's words are among _ANY's
 # Cyrillic, CJK and kana patterns, asked only of views that hold such letters.
 _OTHER = re.compile("|".join(_STRONG_OTHER), _I)
 _NON_LATIN = re.compile("[\u0400-\u04ff\u3040-\u30ff\u4e00-\u9fff]")
 
 
-def _matches(pattern: re.Pattern[str], view: str) -> bool:
-    """The view matches ``pattern``, or holds non-Latin letters and an ``_OTHER`` phrase."""
-    if pattern.search(view):
+def _search(patterns: Guarded, view: str) -> bool:
+    """Whether one of ``patterns`` matches the view; those missing their words are skipped."""
+    present = _WORDS.present(casekey(view))
+    return any(could_match(words, present) and p.search(view) for p, words in patterns)
+
+
+def _matches(patterns: Guarded, view: str) -> bool:
+    """The view matches ``patterns``, or holds non-Latin letters and an ``_OTHER`` phrase."""
+    if _search(patterns, view):
         return True
     return _NON_LATIN.search(view) is not None and _OTHER.search(view) is not None
 
@@ -137,4 +159,4 @@ def looks_like_instruction(text: str) -> bool:
     The escaped memory block of recall stays the second line of defence.
     """
     plain, derived = views(text)
-    return any(_matches(_ANY, view) for view in plain) or any(_STRONG.search(v) for v in derived)
+    return any(_matches(_ANY, view) for view in plain) or any(_search(_STRONG, v) for v in derived)

@@ -54,7 +54,13 @@ def clean(text: str) -> str:
 
 
 def fold(text: str) -> str:
-    """Look-alike letters to Latin and accents dropped: a Latin reading of mixed scripts."""
+    """Look-alike letters to Latin and accents dropped: a Latin reading of mixed scripts.
+
+    ASCII text is its own fold (no look-alikes, nothing to decompose), so it is returned
+    without the per-character pass.
+    """
+    if text.isascii():
+        return text
     latin = text.translate(_CONFUSABLES)
     stripped = unicodedata.normalize("NFKD", latin)
     return "".join(c for c in stripped if not unicodedata.combining(c))
