@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from engram.write.detectors import instruction, personal, secret, special
-from engram.write.detectors.base import Finding, Rule, scan
+from engram.write.detectors.base import Finding, Rule, rule, scan
 from engram.write.detectors.keywords import Vocabulary, casekey, could_match, needed
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "detectors"
@@ -94,3 +94,12 @@ def test_guarded_answers_equal_unguarded_ones() -> None:
         present = instruction._WORDS.present(casekey(text))
         guarded = any(could_match(w, present) and p.search(text) for p, w in instruction._ANY)
         assert guarded == (plain.search(text) is not None), text
+
+
+def test_a_rule_list_changed_after_a_scan_is_guarded_by_its_new_rules() -> None:
+    """Guards are remembered per tuple only: a list whose rule is replaced after its
+    first scan is scanned with the new rule's guard words, not the old one's."""
+    rules: list[Rule] = [rule("alpha", r"\balpha\b")]
+    assert [(f.start, f.end) for f in scan(rules, "secret", "alpha")] == [(0, 5)]
+    rules[0] = rule("beta", r"\bbeta\b")
+    assert [(f.start, f.end) for f in scan(rules, "secret", "beta")] == [(0, 4)]

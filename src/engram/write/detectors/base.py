@@ -82,16 +82,20 @@ def longest_valid_prefix(check: Callable[[str], bool], min_chars: int) -> Locate
 
 
 # Per rule tuple (kept alive here, so its id is not reused): each pattern's guard words
-# and the vocabulary that finds them all in one pass (``keywords``).
+# and the vocabulary that finds them all in one pass (``keywords``). Only tuples are
+# remembered: a list may change after its first scan, so its guards are read anew.
 _GUARDS: dict[int, tuple[Sequence[Rule], tuple[Words, ...], Vocabulary]] = {}
 
 
 def _guards(rules: Sequence[Rule]) -> tuple[tuple[Words, ...], Vocabulary]:
-    """The guard words of each rule's pattern and their vocabulary, read once per tuple."""
-    entry = _GUARDS.get(id(rules))
+    """The guard words of each rule's pattern and their vocabulary, read once per tuple
+    (every call for another sequence, which may have changed since)."""
+    entry = _GUARDS.get(id(rules)) if isinstance(rules, tuple) else None
     if entry is None or entry[0] is not rules:
         words = tuple(needed(pattern) for _, pattern, _ in rules)
-        entry = _GUARDS[id(rules)] = (rules, words, Vocabulary(words))
+        entry = (rules, words, Vocabulary(words))
+        if isinstance(rules, tuple):
+            _GUARDS[id(rules)] = entry
     return entry[1], entry[2]
 
 
