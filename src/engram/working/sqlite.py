@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from engram.errors import InvalidArgument, MigrationError, StoreError
+from engram.errors import InvalidArgument, MigrationError, StoreError, Unavailable
 from engram.store import busy, erasure, held_files
 from engram.store.erasure import Scrub
 from engram.store.predicate import NO_AGENT, OwnerSlot, Subject
@@ -142,18 +142,24 @@ class SQLiteWorking:
             raise
 
     def _configure(self, conn: sqlite3.Connection, synchronous: str) -> None:
-        """The pragmas; past the busy wait another connection's lock is ``Unavailable``."""
-        try:
+        """The pragmas, tried again while another connection's lock refuses them (a
+        WAL being reset refuses at once, without the busy handler); past the bound,
+        ``Unavailable``."""
+
+        def pragmas() -> None:
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_ms)}")
             if self.path != ":memory:":
                 conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA synchronous = {synchronous}")
             conn.execute("PRAGMA secure_delete = ON")
-        except sqlite3.Error as exc:
-            if busy.is_busy(exc):  # another connection held the file past the wait
-                raise busy.locked(self.path, "opening working memory", self._busy_ms / 1000,
-                                  self._busy_ms) from exc  # fmt: skip
-            raise StoreError(f"cannot open working memory at {self.path!r}: {exc}") from exc
+
+        try:
+            busy.retrying(pragmas, conn, self.path, "opening working memory", self._busy_ms)
+        except Unavailable:
+            raise
+        except StoreError as exc:
+            raise StoreError(f"cannot open working memory at {self.path!r}: "
+                             f"{exc.__cause__}") from exc.__cause__  # fmt: skip
 
     def _migrate(self) -> None:
         """Apply the pending entries of ``MIGRATIONS`` in one transaction."""
@@ -190,12 +196,18 @@ class SQLiteWorking:
                 raise
 
     def _read(self, sql: str, params: dict[str, Any]) -> list[tuple[str, str, int, int]]:
+        """One read, tried again while a lock refuses it at once (a WAL being reset by
+        another connection), within the busy bound."""
         with self._lock:
             try:
-                return self._conn.execute(sql, params).fetchall()
-            except sqlite3.Error as exc:
-                raise busy.failure(exc, self.path, "a working-memory read", self._busy_ms,
-                                   _LABEL) from exc  # fmt: skip
+                rows: list[tuple[str, str, int, int]] = busy.retrying(
+                    lambda: self._conn.execute(sql, params).fetchall(), self._conn, self.path,
+                    "a working-memory read", self._busy_ms)  # fmt: skip
+                return rows
+            except Unavailable:
+                raise
+            except StoreError as exc:
+                raise StoreError(f"{_LABEL}{exc}") from exc.__cause__
 
     def _purge(self, conn: sqlite3.Connection, scope: WorkingScope, now_us: int) -> None:
         """Delete the scope's expired items, and now and then every scope's."""
