@@ -4,7 +4,7 @@ A local sentence model embeds about 60-100 texts a second on this machine, so
 100K corpus memories take half an hour: benchmarks that need the default
 embedder's vectors (``pg_vectors.py --embedder local``) read them from a
 ``.npy`` file beside a ``.json`` of what it holds (corpus seed, count, model),
-filled chunk by chunk so an interrupted run resumes where it stopped::
+filled in steps so an interrupted run resumes from the last one saved::
 
     PYTHONPATH=src:benchmarks .venv/bin/python benchmarks/vector_cache.py \
         --count 100000 --cache ~/.cache/engram-bench
@@ -29,7 +29,8 @@ from engram.embed import Embedder, LocalEmbedder
 
 __all__ = ["cache_paths", "corpus_vectors"]
 
-CHUNK = 2_000
+CHUNK = 2_000  # texts per embedding call
+SAVE_EVERY = 20_000  # texts between writes of the cache file (each rewrites it whole)
 
 
 def cache_paths(cache: Path, seed: int, model_id: str) -> tuple[Path, Path]:
@@ -41,7 +42,7 @@ def cache_paths(cache: Path, seed: int, model_id: str) -> tuple[Path, Path]:
 def corpus_vectors(count: int, cache: Path, seed: int = 7,
                    embedder: Embedder | None = None) -> NDArray[np.float32]:  # fmt: skip
     """The vectors of the first ``count`` memories of ``Corpus(seed)``, embedding
-    (and saving, chunk by chunk) only those the cache does not hold yet."""
+    (and saving every ``SAVE_EVERY``) only those the cache does not hold yet."""
     model = embedder or LocalEmbedder()
     matrix_path, meta_path = cache_paths(cache, seed, model.model_id)
     cache.mkdir(parents=True, exist_ok=True)
@@ -56,11 +57,12 @@ def corpus_vectors(count: int, cache: Path, seed: int = 7,
         texts = [item["content"] for item in corpus.items(done, size)]
         blocks.append(model.embed(texts).astype(np.float32))
         done += size
-        _save(np.concatenate(blocks), matrix_path, meta_path, seed, model)
-        blocks = [np.load(matrix_path)]
+        if done == count or done % SAVE_EVERY < CHUNK:  # a resume point, not every chunk
+            blocks = [np.concatenate(blocks)]
+            _save(blocks[0], matrix_path, meta_path, seed, model)
         rate = (done - held.shape[0]) / (time.perf_counter() - started)
         print(f"  embedded {done:,}/{count:,} ({rate:.0f}/s)", file=sys.stderr, flush=True)
-    return blocks[0][:count]
+    return np.concatenate(blocks)[:count]
 
 
 def _held(matrix_path: Path, meta_path: Path, model: Embedder) -> NDArray[np.float32]:

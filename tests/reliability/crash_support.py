@@ -145,6 +145,12 @@ class Harness:
         if child.returncode != -signal.SIGKILL:
             raise self._failed(trial, f"exited {child.returncode} before the kill")
         self._take(events)
+        return self._killed(trial, target, delay, events)
+
+    def _killed(self, trial: int, target: str, delay: float,
+                events: list[dict[str, Any]]) -> Kill:  # fmt: skip
+        """Record the kill of ``trial``: where the log says it landed, after how many
+        acknowledgements."""
         last = events[-1] if events else {"ev": "none", "op": "open"}
         acks = [e for e in events if e["ev"] == "ack"]
         kill = Kill(trial, target, round(delay, 4), last["op"] if last["ev"] == "begin"

@@ -138,12 +138,7 @@ class RestHarness(Harness):
             raise self._failed_rest(trial, f"an answer that was not 2xx: {refused[:3]}")
         self._take(events)
         self._read_back(events)
-        last = events[-1] if events else {"ev": "none", "op": "open"}
-        acks = [e for e in events if e["ev"] == "ack"]
-        kill = Kill(trial, target, round(delay, 4), last["op"] if last["ev"] == "begin"
-                    else "between", acks[-1]["op"] if acks else "-", len(acks))  # fmt: skip
-        self.kills.append(kill)
-        return kill
+        return self._killed(trial, target, delay, events)
 
     def _read_back(self, events: list[dict[str, Any]]) -> None:
         """Restart the server on the killed store; every acknowledged record of a kept
