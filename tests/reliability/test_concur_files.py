@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import T0, OpenMem
+from tests.descriptors import open_descriptors as _fds
 
 from engram import Context
 from engram.store import erasure, held_files
@@ -73,17 +74,6 @@ def test_a_scan_reads_every_byte_through_a_held_descriptor(tmp_path: Path,
     assert [_locks(path + suffix) for suffix in ("", "-shm")] == before
     mem.close()
     assert sum(len(b) for _, b in held_files.chunks(path, path, 4096, 0)) == os.path.getsize(path)
-
-
-def _fds(path: str) -> int:
-    """How many of this process's descriptors are open on the file at ``path``."""
-    target, count = os.path.realpath(path), 0
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            count += os.readlink(f"/proc/self/fd/{name}") == target
-        except OSError:  # closed since the listing
-            continue
-    return count
 
 
 def _in_child(path: str) -> int:

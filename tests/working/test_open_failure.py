@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.descriptors import open_descriptors as _fds
 
 from engram.errors import MigrationError, Unavailable
 from engram.store import held_files
@@ -20,17 +21,6 @@ from engram.working.sqlite import SQLiteWorking
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="counts descriptors under /proc/self/fd")  # fmt: skip
-
-
-def _fds(path: str) -> int:
-    """How many of this process's descriptors are open on the file at ``path``."""
-    target, count = os.path.realpath(path), 0
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            count += os.readlink(f"/proc/self/fd/{name}") == target
-        except OSError:  # closed since the listing
-            continue
-    return count
 
 
 def test_a_failed_migration_closes_the_connection(tmp_path: Path) -> None:
