@@ -46,3 +46,35 @@ def test_a_lock_held_past_the_wait_closes_the_connection(tmp_path: Path) -> None
     assert failure.value  # the traceback (and the half-open object) is still alive here
     assert _fds(path) == 0
     assert os.path.realpath(path) not in held_files._databases
+
+
+class _RefusesJournalModeOnce:
+    """A real connection whose first ``journal_mode`` is refused at once, as SQLite
+    refuses it (without its busy handler) while another connection resets the WAL."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn, self.refused = conn, False
+        self.sent: list[str] = []
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        self.sent.append(sql)
+        if "journal_mode" in sql and not self.refused:
+            self.refused = True
+            raise sqlite3.OperationalError("database is locked")
+        return self.conn.execute(sql, *args)
+
+
+def test_an_open_refused_at_once_is_tried_again_within_the_bound(tmp_path: Path) -> None:
+    """The pragmas are asked again after an immediate refusal, and the retry waits at
+    most what is left of ``busy_timeout_ms``, not the whole bound once more."""
+    working = SQLiteWorking(str(tmp_path / "w.db-working"), busy_timeout_ms=5000)
+    try:
+        proxy = _RefusesJournalModeOnce(sqlite3.connect(str(tmp_path / "x.db")))
+        working._configure(proxy, "FULL")  # type: ignore[arg-type]
+        journal = [i for i, sql in enumerate(proxy.sent) if "journal_mode" in sql]
+        assert len(journal) == 2  # refused, then asked again
+        timeouts = [sql for sql in proxy.sent[: journal[1]] if "busy_timeout" in sql]
+        assert timeouts[-1] != "PRAGMA busy_timeout = 5000", proxy.sent
+        proxy.conn.close()
+    finally:
+        working.close()

@@ -146,14 +146,14 @@ class SQLiteWorking:
         WAL being reset refuses at once, without the busy handler); past the bound,
         ``Unavailable``."""
 
-        def pragmas() -> None:
-            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_ms)}")
+        def pragmas() -> None:  # not busy_timeout: ``retrying`` cuts it to the time left
             if self.path != ":memory:":
                 conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA synchronous = {synchronous}")
             conn.execute("PRAGMA secure_delete = ON")
 
         try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_ms)}")  # takes no lock
             busy.retrying(pragmas, conn, self.path, "opening working memory", self._busy_ms)
         except Unavailable:
             raise
