@@ -190,3 +190,14 @@ def test_health_readiness_schema_and_problem_types(api: Api) -> None:
     assert "Problem" in schema["components"]["schemas"]
     kind = api.call("GET", "/problems/not-found", None)
     assert kind.json() == {"type": "/problems/not-found", "title": "Not found", "status": 404}
+
+
+def test_every_declared_503_declares_its_retry_after(api: Api) -> None:
+    """Every 503 the server sends carries ``Retry-After`` (``/readyz`` too); the schema
+    says so wherever it declares a 503."""
+    paths = api.call("GET", "/openapi.json", None).json()["paths"]
+    declared = {(path, method): op["responses"]["503"] for path, ops in paths.items()
+                for method, op in ops.items() if "503" in op.get("responses", {})}  # fmt: skip
+    assert ("/readyz", "get") in declared
+    assert [key for key, answer in declared.items() if "Retry-After" not in answer.get(
+        "headers", {})] == []

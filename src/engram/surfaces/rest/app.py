@@ -70,9 +70,7 @@ def _declare_rate_limit(schema: dict[str, Any]) -> None:
     declared = problems(429)[429]
     retry = {"Retry-After": {"description": "seconds until the key may call again",
                              "schema": {"type": "integer", "minimum": 1}}}  # fmt: skip
-    for path, operations in schema.get("paths", {}).items():
-        if not path.startswith("/v1/"):
-            continue
+    for operations in schema.get("paths", {}).values():  # /v1 and /readyz alike
         for operation in operations.values():
             operation.setdefault("responses", {})["429"] = {**declared, "headers": retry}
 
@@ -82,9 +80,7 @@ def _declare_unavailable(schema: dict[str, Any]) -> None:
     retry = {"Retry-After": {"description": "seconds to wait before sending it again "
                              "(nothing was written)", "schema": {"type": "integer",
                              "minimum": 1}}}  # fmt: skip
-    for path, operations in schema.get("paths", {}).items():
-        if not path.startswith("/v1/"):
-            continue
+    for operations in schema.get("paths", {}).values():  # /v1 and /readyz alike
         for operation in operations.values():
             unavailable = operation.get("responses", {}).get("503")
             if unavailable is not None:
