@@ -1,5 +1,7 @@
 """The read path in order. ``STAGES`` lists the stages; ``run`` executes them, times
-each one and records its sizes in the trace, so no stage writes tracing code.
+each one and records its sizes in the trace, so no stage writes tracing code. A
+structured recall (a question about the user's own settings and profile) that keeps
+nothing after rerank runs once more over every type, reported as the ``widen`` stage.
 """
 
 from __future__ import annotations
@@ -167,6 +169,18 @@ def _budget(s: _State) -> None:
             s.trace.reject("budget", cand.id)
 
 
+def _widen(s: _State) -> None:
+    """A structured recall that kept nothing searches every type again, still with the
+    profile intent: a preference a user stated only in conversation (an episode) is
+    still theirs, and ``empty`` must mean that nothing relevant exists. The first
+    pass's rejections are dropped; the wider pass judges a superset of its types."""
+    s.mode = Mode.HYBRID
+    s.trace.rejections.clear()
+    s.trace.merges.clear()
+    for stage in _WIDENED:
+        stage(s)
+
+
 def _render(s: _State) -> None:
     s.prompt = render(s.candidates, s.config.types, layout=s.request.budget.layout)
 
@@ -182,6 +196,7 @@ STAGES: tuple[tuple[str, Callable[[_State], None]], ...] = (
     ("budget", _budget),
     ("render", _render),
 )
+_WIDENED = (_plan, _candidates, _eligibility, _dedup, _rerank)
 
 
 def _status(s: _State) -> RecallStatus:
@@ -222,6 +237,14 @@ def _reason(cand: Candidate) -> str:
     return f"{reason}; {cand.reason}" if cand.reason else reason
 
 
+def _timed(state: _State, name: str, stage: Callable[[_State], None]) -> None:
+    size_in = len(state.candidates)
+    t0 = time.perf_counter()
+    stage(state)
+    ms = (time.perf_counter() - t0) * 1000
+    state.trace.stages.append(StageReport(name, size_in, len(state.candidates), ms))
+
+
 def run(
     request: Request, store: Store, embedder: Embedder, config: Config,
     counter: budget_stage.TokenCounter,
@@ -230,12 +253,10 @@ def run(
     state = _State(request, store, embedder, config, counter, Trace(new_id()))
     started = time.perf_counter()
     for name, stage in STAGES:
-        size_in = len(state.candidates)
-        t0 = time.perf_counter()
-        stage(state)
-        ms = (time.perf_counter() - t0) * 1000
-        state.trace.stages.append(StageReport(name, size_in, len(state.candidates), ms))
+        _timed(state, name, stage)
         if state.mode == Mode.NONE and name == "plan":
             break
+        if name == "rerank" and state.mode == Mode.STRUCTURED and not state.candidates:
+            _timed(state, "widen", _widen)  # reported as a stage of its own
     state.trace.total_ms = (time.perf_counter() - started) * 1000
     return _finish(state)
