@@ -20,9 +20,10 @@ and writes ``concur-no-erasure.json`` instead of ``concur.json``.
 
 ``--surface rest`` sends the same workload through a real ``engram serve``
 (``--workers N`` server processes on one socket) over loopback HTTP from P client
-processes of T threads (``tests/reliability/restconcur_support.py``: no sweep, it
-has no route; corrections of a key's last seen version besides SUPERSEDEs), judged
-by the same checks, and writes ``concur-rest-w<N>[-<mix>].json``.
+processes of T threads (``tests/reliability/restconcur_support.py``: corrections of
+a key's last seen version besides SUPERSEDEs; transient writes instead of back-dated
+ones, swept by ``POST /v1/sweep`` at two hours past the clock), judged by the same
+checks, and writes ``concur-rest-w<N>[-<mix>].json``.
 
     PYTHONPATH=src .venv/bin/python benchmarks/concur.py --surface rest --workers 2
 """
@@ -54,7 +55,7 @@ MIXES = {
 }
 REST_MIXES = {
     "all": REST_MIX,
-    "no-erasure": tuple((k, 0 if k in ("forget", "erase") else w) for k, w in REST_MIX),
+    "no-erasure": tuple((k, 0 if k in ("sweep", "forget", "erase") else w) for k, w in REST_MIX),
 }
 
 

@@ -14,10 +14,11 @@ one, so a check's full scans stay short), after one clean cycle that seeds it.
 
 ``--surface rest`` runs the same trials through the REST API instead
 (``tests/reliability/restcrash_support.py``): a client sends the workload to a
-real ``engram serve`` over loopback HTTP (no sweep: it has no route), the
-**server** is SIGKILLed mid-traffic, restarted on the same store, every record
-the trial acknowledged is read back through it, and the same checks run. It
-writes ``benchmarks/results/crash-rest.json``.
+real ``engram serve`` over loopback HTTP (its sweep, ``POST /v1/sweep``, runs two
+hours ahead of the clock: ``restcrash_client``), the **server** is SIGKILLed
+mid-traffic, restarted on the same store, every record the trial acknowledged is
+read back through it, and the same checks run. It writes
+``benchmarks/results/crash-rest.json``.
 
 Backends: ``sqlite`` (a file) and ``postgresql`` (``ENGRAM_BENCH_PG_URL``, else an
 embedded server) with working memory on Redis (``ENGRAM_BENCH_REDIS_URL``,

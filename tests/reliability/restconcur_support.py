@@ -7,9 +7,11 @@ loopback HTTP for ``plan.seconds``: single writes (``POST /v1/memories``), bulk
 writes of 5 (``:batch``), SUPERSEDEs of the shared keys (``POST /v1/memories`` with
 ``key`` and ``value``), corrections of the last version of a key the thread saw
 (``POST /v1/memories/{id}/correct``: a stale one is 409 ``conflict``), recalls,
-``DELETE /v1/memories/{id}`` of the thread's own writes and ``DELETE
-/v1/users/victim``. The sweep has no REST route, so the mix has none (and no write
-is back-dated). Each thread logs the same ``ThreadLog`` as the SDK workload, so
+sweeps (``POST /v1/sweep``), ``DELETE /v1/memories/{id}`` of the thread's own writes
+and ``DELETE /v1/users/victim``. The server keeps the real clock, so a write cannot
+be back-dated as the SDK workload's are: one single write in five is transient
+(retention one hour) and each sweep runs at two hours past the clock (``now``),
+where those are due. Each thread logs the same ``ThreadLog`` as the SDK workload, so
 ``concur_checks.judge`` judges the store unchanged: no lost acknowledged write,
 one active version per key on one line of versions, no recall of another user's
 or a removed record, a verifying audit chain.
@@ -26,6 +28,7 @@ from __future__ import annotations
 import multiprocessing
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -33,10 +36,11 @@ from concur_support import VICTIM, WORDS, Plan, ThreadLog, _Worker
 
 from engram.errors import EngramError
 
-__all__ = ["REST_MIX", "BadAnswer", "Refused", "run_rest"]
+__all__ = ["REST_MIX", "SWEEP_AHEAD", "BadAnswer", "Refused", "run_rest"]
 
 REST_MIX = (("remember", 30), ("remember_many", 8), ("supersede", 15), ("correct", 10),
-            ("recall", 25), ("forget", 6), ("erase", 3))  # fmt: skip
+            ("recall", 25), ("sweep", 3), ("forget", 6), ("erase", 3))  # fmt: skip
+SWEEP_AHEAD = timedelta(hours=2)  # a sweep's now: the transient writes (one hour) are due
 PROBLEM = "application/problem+json"
 
 
@@ -74,11 +78,14 @@ class _RestWorker(_Worker):
         return response.json()
 
     def remember(self) -> None:
-        user, start = self._user(), time.monotonic()
-        got = self.call("remember", "POST", "/v1/memories",
-                        json={"user_id": user, "content": self._text()})  # fmt: skip
-        self._ack("remember", user, [got["record"]["id"]], start)
-        if user != VICTIM:
+        user, ephemeral = self._user(), self.rng.random() < 0.2
+        body = {"user_id": user, "content": self._text()}
+        if ephemeral:  # due at every sweep's now: a sweep may delete it
+            body["retention"] = "transient"
+        start = time.monotonic()
+        got = self.call("remember", "POST", "/v1/memories", json=body)
+        self._ack("remember", user, [got["record"]["id"]], start, ephemeral=ephemeral)
+        if user != VICTIM and not ephemeral:
             self.mine.append((user, got["record"]["id"]))
 
     def remember_many(self) -> None:
@@ -130,7 +137,9 @@ class _RestWorker(_Worker):
                 self.log.foreign.append(f"{user} saw {record['id']} of {record['user_id']}")
 
     def sweep(self) -> None:
-        raise BadAnswer("the REST mix has no sweep (no route)")
+        start, now = time.monotonic(), datetime.now(UTC) + SWEEP_AHEAD
+        self.call("sweep", "POST", "/v1/sweep", json={"now": now.isoformat()})
+        self._ack("sweep", "", [], start)
 
     def forget(self) -> None:
         if not self.mine:

@@ -11,11 +11,15 @@ request to ``engram serve`` on loopback:
   key's last acknowledged version;
 * ``consolidate``: three episodes observed eight days ago (``:batch``), then
   ``POST /v1/consolidate`` for ``w-episodes`` (admin key);
+* ``sweep``: two transient memories (retention one hour, ``w-sweep``), then
+  ``POST /v1/sweep`` (admin key) at two hours past the clock, where they are due
+  (the server keeps the real clock, so the sweep's ``now`` moves ahead instead of
+  the writes being back-dated as the SDK writer does);
 * ``forget``: a write, then ``DELETE /v1/memories/{id}`` (``w-forget``);
 * ``erase``: a new user with three memories (``:batch``) and a working-memory item
   (``PUT /v1/working/draft``), then ``DELETE /v1/users/{id}`` (admin key).
 
-The sweep has no REST route, so the cycle has none. The log is ``crash_writer.Log``:
+The log is ``crash_writer.Log``:
 a ``begin`` line before the request is sent, an ``ack`` line only once a 2xx answer
 has arrived, naming the ids and the SHA-256 of each stored content as the answer
 gives them. A transport error (the server was killed) ends the run; any other
@@ -34,7 +38,8 @@ from crash_writer import KEYS, USERS, Log, bulk_content, digest
 
 __all__ = ["KINDS", "HttpError", "RestWorkload"]
 
-KINDS = ("single", "bulk", "supersede", "consolidate", "forget", "erase")
+KINDS = ("single", "bulk", "supersede", "consolidate", "sweep", "forget", "erase")
+SWEEP_AHEAD = timedelta(hours=2)  # past the one-hour retention of the transient writes
 _WORDS = ("amber", "basalt", "cobalt", "dune", "ember", "fjord", "garnet", "harbor",
           "indigo", "juniper", "kelp", "lichen", "marble", "nickel", "onyx", "pewter")  # fmt: skip
 
@@ -64,8 +69,8 @@ class RestWorkload:
         """Cycles until ``cycles`` are done, ``stop`` (an Event) is set or a request
         fails; a transport error propagates (the caller expects it after a kill)."""
         steps = {"single": self.single, "bulk": self.bulk, "supersede": self.supersede,
-                 "consolidate": self.consolidate, "forget": self.forget,
-                 "erase": self.erase}  # fmt: skip
+                 "consolidate": self.consolidate, "sweep": self.sweep,
+                 "forget": self.forget, "erase": self.erase}  # fmt: skip
         while cycles is None or self.cycle < cycles:
             for kind in KINDS:
                 if stop is not None and stop.is_set():
@@ -148,6 +153,16 @@ class RestWorkload:
                 )
             },
         )
+
+    def sweep(self) -> None:
+        user = USERS["sweep"]
+        for n in range(2):  # transient (one hour): due at the sweep's now
+            word = self.rng.choice(_WORDS)
+            self.write("due", user, f"Transient note {self.tag()} number {n} about the {word} "
+                       "queue.", retention="transient")  # fmt: skip
+        now = (datetime.now(UTC) + SWEEP_AHEAD).isoformat()
+        self.log.call("sweep", {"at": now}, lambda: {"expired": self.request(
+            "sweep", "POST", "/v1/sweep", json={"now": now})["expired"]})  # fmt: skip
 
     def forget(self) -> None:
         user = USERS["forget"]

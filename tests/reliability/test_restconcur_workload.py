@@ -1,8 +1,8 @@
 """Several client processes and threads through one ``engram serve``: every invariant holds.
 
-Two client processes of three threads each send writes, bulk writes,
-SUPERSEDEs and corrections of shared keys, recalls, forgets and erasures of a
-shared user to a real ``engram serve`` over loopback HTTP, on a SQLite file and on
+Two client processes of three threads each send writes (some transient), bulk
+writes, SUPERSEDEs and corrections of shared keys, recalls, sweeps, forgets and
+erasures of a shared user to a real ``engram serve`` over loopback HTTP, on a SQLite file and on
 PostgreSQL with working memory on Redis; on a SQLite file also through
 ``--workers 2`` (two server processes on one socket, each with its own Engram on
 the file; each must have used CPU serving during the run).
@@ -71,7 +71,7 @@ def _holds(verdict: Verdict) -> None:
     assert verdict.problems == [], verdict.problems[:10]
     busy = {k: n for k, n in verdict.failures.items() if not k.startswith("correct:")}
     assert not busy, verdict.failures  # generous bounds: nothing refused but stale corrections
-    for kind in ("remember", "remember_many", "supersede", "recall", "forget", "erase"):
+    for kind in ("remember", "remember_many", "supersede", "recall", "sweep", "forget", "erase"):
         assert verdict.done[kind], f"no {kind} acknowledged: {verdict.calls}"
     assert verdict.versions >= verdict.done["supersede"] >= 3
 

@@ -36,6 +36,7 @@ BODIES: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", "/v1/share", {**ME, "ids": ["{id}"], "to_agent_id": "reviewer"}),
     ("POST", "/v1/grants", {"from_agent": "coder", "to_agent": "reviewer", "types": ["fact"]}),
     ("POST", "/v1/consolidate", {"user_id": "u1"}),
+    ("POST", "/v1/sweep", {"now": "2024-05-09T09:00:00+00:00"}),
 ]
 # (path, a query missing its user): the routes that take an identity in the query.
 QUERIES = [

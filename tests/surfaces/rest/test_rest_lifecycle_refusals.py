@@ -50,6 +50,7 @@ ADMIN_ROUTES: list[tuple[str, str, dict[str, Any]]] = [
     ("GET", "/v1/grants", {}),
     ("POST", "/v1/grants", {"json": {**PAIR, "types": ["fact"]}}),
     ("DELETE", "/v1/grants?from_agent=coder&to_agent=reviewer", {}),
+    ("POST", "/v1/sweep", {"json": {"now": LATER}}),
 ]
 
 
@@ -140,6 +141,10 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
     ("/v1/consolidate", {"now": "2024-05-09T09:00:00"}, "now"),
     ("/v1/consolidate", {"user_id": "u1", "now": 1715245200}, "now"),
     ("/v1/consolidate", {"user_id": "", "now": LATER}, "user"),
+    ("/v1/sweep", {"now": "2024-05-09T09:00:00"}, "now"),
+    ("/v1/sweep", {"now": 1715245200}, "now"),
+    ("/v1/sweep", {"now": "next week"}, "now"),
+    ("/v1/sweep", {"now": "0001-01-01T00:00:00+00:00"}, "now"),
 ]
 
 

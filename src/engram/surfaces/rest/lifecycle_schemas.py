@@ -1,5 +1,5 @@
-"""Request bodies and queries of the lifecycle routes: consolidation, procedure
-outcomes, sharing, share grants and the export file.
+"""Request bodies and queries of the lifecycle routes: consolidation, the sweep,
+procedure outcomes, sharing, share grants and the export file.
 
 Like ``schemas``: unknown fields are refused, JSON types are never coerced, and no
 model has a ``tenant_id`` (the tenant is the API key's). The SDK checks meaning
@@ -35,6 +35,7 @@ __all__ = [
     "OutcomeBody",
     "RevokeQuery",
     "ShareBody",
+    "SweepBody",
 ]
 
 MAX_SHARE_IDS = 1_000  # the SDK's own bound (Engram.share)
@@ -47,6 +48,14 @@ class ConsolidateBody(Strict):
     when ``user_id`` is absent; ``now`` fixes the run's clock (default: now)."""
 
     user_id: Str | None = _Id
+    now: Moment | None = None
+
+
+class SweepBody(Strict):
+    """``POST /v1/sweep`` (admin of the whole tenant): the key's tenant, always (never
+    every tenant); ``now`` fixes the time the sweep deletes what is due at (default:
+    now)."""
+
     now: Moment | None = None
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from engram.lifecycle.consolidate import ConsolidationReport, ProcedureOutcomes
 from engram.lifecycle.grants import RevokeReport
 from engram.lifecycle.share import ShareReport
+from engram.lifecycle.sweep import SweepReport
 from engram.surfaces.rest.views import Out
 from engram.types import ShareGrant
 
@@ -22,11 +23,13 @@ __all__ = [
     "RevokeOut",
     "ShareItemOut",
     "ShareOut",
+    "SweepOut",
     "consolidation_view",
     "grants_view",
     "outcomes_view",
     "revoke_view",
     "share_view",
+    "sweep_view",
 ]
 
 
@@ -51,6 +54,30 @@ class ConsolidationOut(Out):
     summary_ids: list[str]
     merged: list[list[str]]
     rejected_reasons: dict[str, int]
+
+
+class SweepOut(Out):
+    """What a sweep did (``SweepReport``, docs/lifecycle.md): memories deleted because
+    retention ended (``expired``) or decay pruned them (``pruned``), also by reason
+    code in ``deleted`` (as ``engram sweep --json`` prints it); the older versions and
+    passages deleted with them; the owners consolidated first and the memories kept
+    because that failed; the transactions; the tenants whose last sweep was later than
+    ``now``; the audit entries (by hash); the physical pass's steps, done and failed.
+    Counts and ids only, never content."""
+
+    now: str
+    tenants: list[str]
+    expired: int
+    pruned: int
+    deleted: dict[str, int]
+    versions: int
+    consolidated: int
+    unconsolidated: int
+    batches: int
+    clock_behind: list[str]
+    audit_ids: list[str]
+    checked: list[str]
+    failed: list[str]
 
 
 class OutcomesOut(Out):
@@ -113,6 +140,11 @@ class RevokeOut(Out):
 def consolidation_view(report: ConsolidationReport) -> dict[str, Any]:
     """A consolidation report as JSON."""
     return report.to_dict()
+
+
+def sweep_view(report: SweepReport) -> dict[str, Any]:
+    """A sweep report as JSON: the CLI's ``--json`` fields plus both counts by name."""
+    return {**report.to_dict(), "expired": report.expired, "pruned": report.pruned}
 
 
 def outcomes_view(stats: ProcedureOutcomes) -> dict[str, Any]:

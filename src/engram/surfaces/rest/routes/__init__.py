@@ -1,7 +1,7 @@
 """The REST routes, one module per resource.
 
-``ROUTERS`` is what the app factory includes, in order. A new resource (a sweep, say)
-is one module with an ``APIRouter`` and one line here.
+``ROUTERS`` is what the app factory includes, in order. A new resource is one module
+with an ``APIRouter`` and one line here.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from engram.surfaces.rest.routes import (
     people,
     recall,
     share,
+    sweep,
     transfer,
     working,
 )
@@ -36,6 +37,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     share.router,
     grants.router,
     consolidate.router,
+    sweep.router,
     admin.router,
     people.router,
 )
