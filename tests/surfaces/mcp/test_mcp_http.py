@@ -140,3 +140,22 @@ def test_the_rest_apps_mcp_endpoint_spends_the_keys_rate_limit(mem: Engram, keys
                          headers={"Authorization": "Bearer key-u1"})  # fmt: skip
         assert rest.status_code == 429  # one bucket per key across both surfaces
         assert _post(url).status_code == 401  # no key: refused before any bucket
+
+
+class _DownKeyStore:
+    """An ``Authenticator`` whose key store cannot be reached."""
+
+    def authenticate(self, credential: str) -> Any:
+        from engram.errors import Unavailable
+
+        raise Unavailable("the key store at redis://127.0.0.1:1 does not answer")
+
+
+def test_a_key_store_that_cannot_answer_is_503_with_retry_after(mem: Engram) -> None:
+    with serving(create_http_app(mem, _DownKeyStore())) as base:
+        refused = _post(f"{base}/mcp", Authorization="Bearer key-u1")
+    assert refused.status_code == 503
+    assert refused.headers["retry-after"] == "1"
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert "does not answer" in refused.json()["detail"]
+    assert mem.list(Context("acme", "u1")) == []

@@ -106,6 +106,9 @@ class McpEndpoint:
         except Forbidden as exc:
             await _problem(send, 401, "Unauthorized", str(exc))
             return
+        except EngramError as exc:  # a key store that cannot answer: Unavailable is a 503
+            await _refused(send, exc)
+            return
         if self._limiter is not None:  # before the transport: a refused call does nothing
             try:
                 await self._limiter.acquire(principal.key_id)
@@ -116,12 +119,19 @@ class McpEndpoint:
         try:
             ctx = context_for(principal, headers)
         except EngramError as exc:
-            row = outcome_for(exc)
-            await _problem(send, row.http_status, row.title, str(exc), row.problem)
+            await _refused(send, exc)
             return
         token = AccessToken(token=principal.key_id, client_id=principal.key_id, scopes=[])
         inner = {**scope, SCOPE_KEY: ctx, "user": AuthenticatedUser(token)}
         await self._transport(inner, receive, send)
+
+
+async def _refused(send: Send, exc: EngramError) -> None:
+    """The problem answer of ``exc``'s row in ``surfaces.errors``; a 503 says when to
+    retry, as every REST 503 does."""
+    row = outcome_for(exc)
+    retry = 1 if row.http_status == 503 else None
+    await _problem(send, row.http_status, row.title, str(exc), row.problem, retry)
 
 
 async def _problem(
