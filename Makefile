@@ -43,6 +43,7 @@ test: $(TEST_VENV)/.ok
 
 lint: $(TEST_VENV)/.ok
 	$(TEST_VENV)/bin/ruff check src tests benchmarks
+	$(TEST_VENV)/bin/ruff format --check src tests benchmarks
 	$(TEST_VENV)/bin/mypy --strict src/engram
 
 bench: $(TEST_VENV)/.ok

@@ -79,7 +79,7 @@ _WHY = {
 
 def _why(reason: str) -> str:
     if reason.startswith("status_"):
-        return f"{reason[len('status_'):]}: not a current memory"
+        return f"{reason[len('status_') :]}: not a current memory"
     return _WHY.get(reason, reason)
 
 

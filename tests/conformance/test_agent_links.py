@@ -49,8 +49,15 @@ def test_an_agents_inference_never_retires_what_the_user_stated(mem: Engram) -> 
                           value="tabs")  # fmt: skip
     assert stated.record is not None
     assert stated.operation == Operation.ADD  # the reviewer never meets the coder's guess
-    again = mem.remember(CODER, "Seems to prefer spaces in Python.", type="preference",
-                         key=KEY, value="spaces", authority="model_inference", confidence=0.7)
+    again = mem.remember(
+        CODER,
+        "Seems to prefer spaces in Python.",
+        type="preference",
+        key=KEY,
+        value="spaces",
+        authority="model_inference",
+        confidence=0.7,
+    )
     assert stated.record.id not in (again.superseded or [])
     seen = mem.get(REVIEWER, stated.record.id)
     assert seen.status == Status.ACTIVE
@@ -149,8 +156,13 @@ def test_no_sequence_of_writes_lets_an_agent_read_another_agents_ids(
             for record_id in [*(result.superseded or []), *(result.related or [])]:
                 mem.get(ctx, record_id)
             if fix and result.record is not None and result.record.status == Status.ACTIVE:
-                mem.correct(ctx, result.record.id, f"The release train leaves on day {step}.",
-                            value=f"fixed {step}", now=T0 + timedelta(minutes=step, seconds=30))
+                mem.correct(
+                    ctx,
+                    result.record.id,
+                    f"The release train leaves on day {step}.",
+                    value=f"fixed {step}",
+                    now=T0 + timedelta(minutes=step, seconds=30),
+                )
         _every_link_visible(mem)
         active = [r for r in mem.list(CODER, status="active", limit=1000) if r.key]
         slots = [(r.agent_id, r.key) for r in active if r.contested_with is None]

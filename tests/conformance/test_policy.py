@@ -146,9 +146,7 @@ def test_code_and_placeholders_are_stored(mem: Engram, ctx: Context) -> None:
         assert mem.remember(ctx, content).operation == Operation.ADD, content
 
 
-def test_special_category_data_needs_a_basis_and_is_kept_as_high(
-    mem: Engram, ctx: Context
-) -> None:
+def test_special_category_data_needs_a_basis_and_is_kept_as_high(mem: Engram, ctx: Context) -> None:
     content = "I was diagnosed with type 2 diabetes last spring."
     w = mem.remember(ctx, content)
     assert w.operation == Operation.REJECT

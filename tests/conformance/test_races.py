@@ -87,8 +87,10 @@ def test_two_racing_corrections_leave_one_active_version(
     a, b = _writers(open_mem, shared_url, 2)
     for trial in range(25):
         target = _seed(a, ctx)
-        got = _race(partial(a.correct, ctx, target, f"Deploy to us-east-{trial}a.", value="a"),
-                    partial(b.correct, ctx, target, f"Deploy to us-west-{trial}b.", value="b"))
+        got = _race(
+            partial(a.correct, ctx, target, f"Deploy to us-east-{trial}a.", value="a"),
+            partial(b.correct, ctx, target, f"Deploy to us-west-{trial}b.", value="b"),
+        )
         wins = [g for g in got if not isinstance(g, Exception)]
         assert len(wins) == 1, got
         assert all(isinstance(g, Conflict) for g in got if isinstance(g, Exception)), got
@@ -103,8 +105,10 @@ def test_a_retraction_is_never_lost_to_a_racing_correction(
     a, b = _writers(open_mem, shared_url, 2)
     for trial in range(25):
         target = _seed(a, ctx)
-        retracted, corrected = _race(partial(a.retract, ctx, target),
-                                     partial(b.correct, ctx, target, f"Deploy to ap-{trial}."))
+        retracted, corrected = _race(
+            partial(a.retract, ctx, target),
+            partial(b.correct, ctx, target, f"Deploy to ap-{trial}."),
+        )
         active = [r for r in a.list(ctx, status="active", limit=1000) if r.key == KEY]
         if isinstance(retracted, Exception):  # the correction came first: told, not silent
             assert isinstance(retracted, Conflict), retracted
@@ -125,8 +129,10 @@ def test_an_expiry_racing_a_correction_is_never_overwritten(
     a, b = _writers(open_mem, shared_url, 2)
     for trial in range(20):
         target = _seed(a, ctx)
-        expired, corrected = _race(partial(a.expire, ctx, target),
-                                   partial(b.correct, ctx, target, f"Deploy to sa-{trial}."))
+        expired, corrected = _race(
+            partial(a.expire, ctx, target),
+            partial(b.correct, ctx, target, f"Deploy to sa-{trial}."),
+        )
         assert isinstance(expired, Conflict) != isinstance(corrected, Conflict)
         old = a.get(ctx, target)
         if isinstance(corrected, Conflict):
@@ -147,8 +153,10 @@ def test_a_forget_racing_a_correction_leaves_nothing_of_the_chain(
     a, b = _writers(open_mem, shared_url, 2)
     for trial in range(25):
         target = _seed(a, ctx)
-        receipt, corrected = _race(partial(a.forget, ctx, target),
-                                   partial(b.correct, ctx, target, f"Deploy to me-{trial}."))
+        receipt, corrected = _race(
+            partial(a.forget, ctx, target),
+            partial(b.correct, ctx, target, f"Deploy to me-{trial}."),
+        )
         assert not isinstance(receipt, Exception), receipt
         assert receipt.verified
         if isinstance(corrected, Exception):
@@ -225,8 +233,10 @@ def _process_writer(url: str, seed: int, steps: int, working: tuple[str, str] | 
     ctx = Context(tenant_id="acme", user_id="u1", agent_id="coder")
     rng = random.Random(seed)
     unexpected = 0
-    patient = Config(store=StoreConfig(sqlite=SQLiteConfig(busy_timeout_ms=30_000)),
-                     working=WorkingConfig(redis_prefix=working[1] if working else "engram"))
+    patient = Config(
+        store=StoreConfig(sqlite=SQLiteConfig(busy_timeout_ms=30_000)),
+        working=WorkingConfig(redis_prefix=working[1] if working else "engram"),
+    )
     spec = working[0] if working else None
     with Engram.open(url, embedder="hashing", config=patient, working=spec) as mem:
         for step in range(steps):

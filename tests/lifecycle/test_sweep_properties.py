@@ -125,7 +125,6 @@ def test_the_weights_and_thresholds_are_checked() -> None:
     assert SweepConfig().protect_importance == 0.5
 
 
-
 def test_a_record_from_the_future_is_never_old_enough_to_prune() -> None:
     """Found by the property above: a record created after ``now`` (clock skew, an
     import) has a negative age, under every minimum age, even 0."""

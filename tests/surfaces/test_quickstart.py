@@ -17,10 +17,10 @@ def test_the_quickstart_explains_every_choice(
 ) -> None:
     run(f"sqlite:///{tmp_path / 'quick.db'}", embedder="hashing")
     out = capsys.readouterr().out
-    recall = out[out.index("== recall =="):]
+    recall = out[out.index("== recall ==") :]
     assert f"request: {REQUEST!r}" in recall
-    selected = recall[recall.index("selected"):recall.index("left out:")]
-    left_out = recall[recall.index("left out:"):recall.index("== the memory block")]
+    selected = recall[recall.index("selected") : recall.index("left out:")]
+    left_out = recall[recall.index("left out:") : recall.index("== the memory block")]
     assert "Use Objective-C for iOS implementation." in selected
     assert "why: constraint in repo:lunest-ios" in selected
     assert " 0.00" not in selected  # score parts that are zero are hidden

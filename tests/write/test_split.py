@@ -58,9 +58,7 @@ def test_a_word_longer_than_a_passage_is_cut_between_characters() -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(min_size=1, max_size=600), st.integers(min_value=4, max_value=64))
-def test_any_text_is_cut_within_the_limit_and_loses_only_whitespace(
-    text: str, limit: int
-) -> None:
+def test_any_text_is_cut_within_the_limit_and_loses_only_whitespace(text: str, limit: int) -> None:
     passages = split_text(text, limit)
     assert all(0 < len(p.encode()) <= limit and p == p.strip() for p in passages)
     assert _squashed("".join(passages)) == _squashed(text)

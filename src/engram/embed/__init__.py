@@ -37,6 +37,7 @@ __all__ = [
     "is_embedder",
 ]
 
+
 def forget_cached_texts() -> None:
     """Drop every process-wide cache an embedder keeps of texts it embedded (the
     hashing embedder's feature cache), after a forget or an erasure."""

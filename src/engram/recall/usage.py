@@ -60,8 +60,11 @@ class _Pending:
     def drop(self, tenant_of: dict[str, int]) -> int:
         """Drop the items recorded under other generations than ``tenant_of`` gives
         their tenant (tenants not named keep theirs); how many traces went."""
-        doomed = [key for key, row in self.traces.items()
-                  if row.tenant_id in tenant_of and self.stale(key, tenant_of[row.tenant_id])]
+        doomed = [
+            key
+            for key, row in self.traces.items()
+            if row.tenant_id in tenant_of and self.stale(key, tenant_of[row.tenant_id])
+        ]
         for key in doomed:
             del self.traces[key]
         self.touches = [t for t in self.touches if t.vis.tenant_id not in tenant_of

@@ -36,8 +36,10 @@ def is_pseudonym(value: str) -> bool:
     """True for a value shaped like one ``pseudonym`` makes. A user id may have that
     shape too (``s:`` and an MD5), so this never decides whether to pseudonymise."""
     body = value[len(PREFIX) :]
-    return value.startswith(PREFIX) and len(body) == _CHARS and all(
-        c in "0123456789abcdef" for c in body
+    return (
+        value.startswith(PREFIX)
+        and len(body) == _CHARS
+        and all(c in "0123456789abcdef" for c in body)
     )
 
 

@@ -118,6 +118,7 @@ class Partition:
             scores = scores[rows]
         return rows, scores, estimated
 
+
 @dataclass(frozen=True, slots=True)
 class ScanPolicy:
     """How one scan runs.

@@ -73,7 +73,12 @@ def write_chunk(
     results: dict[int, WriteResult] = {}
     owners = {
         group: Owner(
-            scope.tenant_id, scope.user_id, group[1], group[0], actor(scope), scope.agent_id,
+            scope.tenant_id,
+            scope.user_id,
+            group[1],
+            group[0],
+            actor(scope),
+            scope.agent_id,
             stated,
         )
         for group in groups

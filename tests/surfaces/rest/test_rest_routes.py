@@ -199,5 +199,6 @@ def test_every_declared_503_declares_its_retry_after(api: Api) -> None:
     declared = {(path, method): op["responses"]["503"] for path, ops in paths.items()
                 for method, op in ops.items() if "503" in op.get("responses", {})}  # fmt: skip
     assert ("/readyz", "get") in declared
-    assert [key for key, answer in declared.items() if "Retry-After" not in answer.get(
-        "headers", {})] == []
+    assert [
+        key for key, answer in declared.items() if "Retry-After" not in answer.get("headers", {})
+    ] == []

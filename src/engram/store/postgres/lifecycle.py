@@ -129,7 +129,6 @@ class Lifecycle(Admin):
             rows_of = Owners(change.tenant.tenant_id, (change.owner, tombstones.ERASED))
             applied.lifted += conn.execute(*sql.drop_tombstones(rows_of, digests)).rowcount
 
-
     def outcomes(self, vis: Visibility, ids: Sequence[str]) -> dict[str, OutcomeStats]:
         """Counted outcomes of the visible records among ``ids`` (those with any)."""
         if not ids:

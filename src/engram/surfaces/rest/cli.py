@@ -97,8 +97,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     def announce(url: str) -> None:  # once listening: a failed start creates no key
         new_key = first_key(keys_path, args.tenant) if keys_path is not None else None
-        print(banner(Launch(url, ring, new_key, args.tenant, settings.ui_path, mcp_path)),
-              flush=True)
+        print(
+            banner(Launch(url, ring, new_key, args.tenant, settings.ui_path, mcp_path)), flush=True
+        )
 
     if args.workers > 1:  # the store is open and migrated: each worker opens its own
         mem.close()

@@ -295,8 +295,10 @@ _TOPIC_LENGTHS = sorted({len(prefix) for prefix in _TOPIC_PREFIXES})
 
 def _has_topic(text: str) -> bool:
     """Whether any word of the text is, or starts with, a topic word."""
-    folded = text if text.isascii() else "".join(
-        c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)
+    folded = (
+        text
+        if text.isascii()
+        else "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
     )
     if "came out" in folded.lower():
         return True
