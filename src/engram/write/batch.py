@@ -5,7 +5,10 @@
 proposal, or the passages of content over the size limit (``write.passages``).
 ``write_chunk`` prepares the units of each owner slot with no lock held (policy
 and embedding), then decides and commits them all in one transaction, so the
-passages of one long content land together or not at all.
+passages of one long content land together or not at all. A chunk without
+passages is decided on one read of its slots and written in one apply
+(``write.bulk.commit_together``, the same outcome as one by one); a chunk with
+passages is committed unit by unit.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from engram.errors import InvalidArgument
 from engram.scope import Scope, parse_scope
 from engram.store.contract import Store
 from engram.types import Authority, Proposal, WriteResult
+from engram.write.bulk import commit_together
 from engram.write.commit import Owner
 from engram.write.ownership import owning_agent
 from engram.write.passages import Unit, expand
@@ -90,10 +94,15 @@ def write_chunk(
             for proposal, digest in zip(ready.proposals, ready.hashes, strict=True)
         ]
         lock_in_order(store, wanted)
-        for (target, agent), indexes in groups.items():
-            written = writer.commit_prepared(owners[(target, agent)], prepared[(target, agent)],
-                                             when)  # fmt: skip
-            results.update(zip(indexes, written, strict=True))
+        if all(len(unit.parts) == 1 for unit in chunk):  # no passages: one read, one apply
+            jobs = [(owners[group], prepared[group]) for group in groups]
+            for indexes, written in zip(groups.values(), commit_together(writer, jobs, when),
+                                        strict=True):  # fmt: skip
+                results.update(zip(indexes, written, strict=True))
+        else:
+            for group, indexes in groups.items():
+                written = writer.commit_prepared(owners[group], prepared[group], when)
+                results.update(zip(indexes, written, strict=True))
     return [results[i] for i in range(len(chunk))]
 
 
