@@ -35,11 +35,14 @@ CLIENT_PROBLEMS = frozenset(o.problem for o in TABLE.values() if o.http_status <
 _VALIDATION = re.compile(r"\d+ validation errors? for \w+Arguments\n")
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
-                                                                 max_size=3),  # fmt: skip
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=8,
 )
-ZONES = st.sampled_from([UTC, timezone(timedelta(hours=5, minutes=30)), timezone(-timedelta(hours=8))])
+ZONES = st.sampled_from(
+    [UTC, timezone(timedelta(hours=5, minutes=30)), timezone(-timedelta(hours=8))]
+)
 MOMENTS = st.datetimes(min_value=datetime(1970, 1, 2), max_value=datetime(2100, 1, 1),
                        timezones=ZONES).map(datetime.isoformat)  # fmt: skip
 # Values that a careless tool would choke on; each replaces one argument.

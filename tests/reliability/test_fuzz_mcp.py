@@ -33,18 +33,21 @@ try:
 except ImportError as exc:  # pragma: no cover - the extra is in the test environment
     missing(f"the MCP SDK is not installed ({exc.name}): pip install 'engram-governed[mcp]'")
 
-from hypothesis import HealthCheck, given, settings
+from fuzz_api_support import OTHER, TENANT, ctx, seed, tenant_digest
+from fuzz_mcp_support import hostile, judge, resource_ids
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from engram import Engram
 from engram.surfaces.mcp import build_server
-from fuzz_api_support import OTHER, TENANT, ctx, seed, tenant_digest
-from fuzz_mcp_support import hostile, judge, resource_ids
 
 CALLS = int(os.environ.get("ENGRAM_FUZZ_MCP_CALLS", "60"))
 READS = int(os.environ.get("ENGRAM_FUZZ_MCP_READS", "20"))
+# No shrinking: later calls name the ids earlier ones wrote, so a replay meets other
+# data; a failure is reported as it was found (and every one is collected).
 SETTINGS = settings(deadline=None, derandomize=True, database=None,
-                    suppress_health_check=list(HealthCheck))  # fmt: skip
+                    suppress_health_check=list(HealthCheck),
+                    phases=(Phase.explicit, Phase.reuse, Phase.generate))  # fmt: skip
 
 
 def call_tools(portal: BlockingPortal, client: Client, ids: list[str], foreign: list[str],
@@ -126,12 +129,37 @@ def record(url: str, counts: Counter[str], failed: list[str], untouched: bool,
            seconds: float) -> None:  # fmt: skip
     """Print what the run sent and got; with ``ENGRAM_FUZZ_RESULTS`` set, also keep it
     in that JSON file under ``mcp-<backend>``."""
-    run: dict[str, Any] = {"backend": url.split(":", 1)[0], "calls": CALLS, "reads": READS,
-                           "answers": dict(sorted(counts.items())), "failures": failed,
-                           "other_tenant_untouched": untouched, "seconds": round(seconds, 1)}  # fmt: skip
+    run: dict[str, Any] = {
+        "backend": url.split(":", 1)[0], "calls": CALLS, "reads": READS,
+        "answers": dict(sorted(counts.items())), "failures": failed,
+        "other_tenant_untouched": untouched, "seconds": round(seconds, 1)}  # fmt: skip
     print(json.dumps(run))
     path = os.environ.get("ENGRAM_FUZZ_RESULTS")
     if path:
         kept = json.loads(Path(path).read_text()) if Path(path).exists() else {}
         kept[f"mcp-{run['backend']}"] = run
         Path(path).write_text(json.dumps(kept, indent=2, sort_keys=True) + "\n")
+
+
+def test_the_judge_reports_a_crash_an_off_schema_result_and_a_leak(
+    sqlite_file_url: str, open_mem: Callable[..., Engram], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The judge is not blind: a tool whose SDK call raises an unexpected exception,
+    a result off the output schema and one naming ``globex`` are each reported."""
+    mem = open_mem(sqlite_file_url)
+    written = mem.remember(ctx(TENANT), "acme: I prefer tabs.").record
+    assert written is not None
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(Client(build_server(mem, ctx(TENANT)))) as client,
+    ):
+        tools = {t.name: t for t in portal.call(client.list_tools).tools}
+        fine = portal.call(client.call_tool, "get", {"memory_id": written.id})
+        assert judge(tools["get"], fine, [f"{OTHER}: "]) is None
+        assert "globex data" in str(judge(tools["get"], fine, ["acme: "]))
+        fine.structured_content["version"] = "one"
+        assert "output schema" in str(judge(tools["get"], fine, []))
+        monkeypatch.setattr(mem, "get", lambda *_: 1 / 0)
+        crashed = portal.call(client.call_tool, "get", {"memory_id": written.id})
+        assert crashed.is_error
+        assert "unexpected exception" in str(judge(tools["get"], crashed, []))

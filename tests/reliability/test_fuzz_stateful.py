@@ -5,8 +5,8 @@ admin key, a plain key and a key limited to one user and one agent of tenant
 type, body), and what the model knows holds; after every sequence: tenant
 ``globex``'s rows and working memory digest as before, and the audit chain verifies.
 
-``ENGRAM_FUZZ_SEQUENCES`` (default 4) sets the sequences per backend and
-``ENGRAM_FUZZ_STEPS`` (default 12) the most steps in one; ``ENGRAM_FUZZ_RESULTS``
+``ENGRAM_FUZZ_SEQUENCES`` (default 8) sets the sequences per backend and
+``ENGRAM_FUZZ_STEPS`` (default 20) the most steps in one; ``ENGRAM_FUZZ_RESULTS``
 keeps the counts in a JSON file (the large run in docs/reliability/fuzz.md)."""
 
 from __future__ import annotations
@@ -23,15 +23,16 @@ schemathesis = pytest.importorskip("schemathesis", reason="schemathesis is a dev
 pytest.importorskip("fastapi", reason="the REST API needs the server extra")
 
 from fuzz_api_support import OTHER, seed, tenant_digest  # noqa: E402
-from fuzz_stateful_support import Env, RestMachine, ndjson_bodies  # noqa: E402
+from fuzz_stateful_machine import RestMachine  # noqa: E402
+from fuzz_stateful_support import Env, ndjson_bodies  # noqa: E402
 from hypothesis import HealthCheck, Phase, settings  # noqa: E402
 from hypothesis.stateful import run_state_machine_as_test  # noqa: E402
 
 from engram import Engram  # noqa: E402
 from engram.surfaces.rest import KeyRing, create_app  # noqa: E402
 
-SEQUENCES = int(os.environ.get("ENGRAM_FUZZ_SEQUENCES", "4"))
-STEPS = int(os.environ.get("ENGRAM_FUZZ_STEPS", "12"))
+SEQUENCES = int(os.environ.get("ENGRAM_FUZZ_SEQUENCES", "8"))
+STEPS = int(os.environ.get("ENGRAM_FUZZ_STEPS", "20"))
 # No shrinking: the store outlives each sequence, so a replay meets other data (and
 # Hypothesis would call that flaky); a failure is reported as it was found.
 PHASES = (Phase.explicit, Phase.reuse, Phase.generate)
