@@ -86,7 +86,7 @@ class RestMachine(MemoryRules):
                 raise AssertionError(f"working item {ref.id!r} was deleted, yet read back")
             else:
                 assert body["value"] == value, (ref, body, value)
-        elif value is not None and value is not DELETED and not delete:
+        elif value is not None and value is not DELETED and not delete and who.allowed:
             assert status == 200, (ref, status)
         if delete and status == 200:
             self.forget_items(scope, ref.id)

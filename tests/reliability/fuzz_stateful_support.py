@@ -68,6 +68,12 @@ class Who:
         """The identity as request fields."""
         return dict(self.identity)
 
+    @property
+    def allowed(self) -> bool:
+        """Whether the key may act for the identity (the limited key: ``u1`` as ``coder``)."""
+        ids = self.ids()
+        return self.key != "scoped" or (ids["user_id"], ids.get("agent_id")) == ("u1", "coder")
+
 
 @dataclass(frozen=True)
 class Ref:
@@ -162,6 +168,9 @@ class MemoryRules(RuleBasedStateMachine):
         self.env.statuses[f"{rule_name} {response.status_code}"] += 1
         self.env.steps += 1
         case.validate_response(response, checks=CHECKS)
+        if not who.allowed and not rule_name.startswith("other"):  # refused before any lookup
+            self.env.verdicts["refused to the limited key"] += 1
+            assert response.status_code in (403, 422), (who, response.status_code)
         try:
             return response.status_code, response.json()
         except ValueError:
