@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import strategies as st
 
 schemathesis = pytest.importorskip("schemathesis", reason="schemathesis is a dev dependency")
 
@@ -35,6 +36,7 @@ __all__ = [
     "TENANT",
     "Seeded",
     "ctx",
+    "one_of",
     "seed",
     "sent_as_generated",
     "tenant_digest",
@@ -123,3 +125,10 @@ def sent_as_generated(case: Any) -> bool:
         if any(seg in (".", "..") for seg in text.split("/")) or any(c in text for c in "\t\r\n"):
             return False
     return True
+
+
+def one_of(pool: list[str]) -> st.SearchStrategy[str]:
+    """An element of ``pool``, a list that grows as the run goes (calls add the ids
+    they wrote): drawn as an index of fixed bounds, so the draws Hypothesis records
+    keep their shape when the list has grown (``sampled_from`` would read as flaky)."""
+    return st.integers(0, 2**16).map(lambda i: pool[i % len(pool)])

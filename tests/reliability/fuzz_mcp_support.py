@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import jsonschema
+from fuzz_api_support import one_of
 from hypothesis import strategies as st
 
 from engram.surfaces.errors import TABLE
@@ -94,7 +95,7 @@ def hostile(draw: st.DrawFn, schema: dict[str, Any], ids: list[str]) -> tuple[di
     not at all). ``ids`` are real memory ids (own, another user's, ``globex``'s)."""
     args: dict[str, Any] = draw(arguments(schema))
     if "memory_id" in args and ids and draw(st.booleans()):
-        args["memory_id"] = draw(st.sampled_from(ids))
+        args["memory_id"] = draw(one_of(ids))
     names = sorted(schema.get("properties", {}))
     how = draw(st.sampled_from(("valid", "valid", "nasty", "undeclared", "dropped")))
     if how == "nasty" and names:
@@ -111,7 +112,7 @@ def hostile(draw: st.DrawFn, schema: dict[str, Any], ids: list[str]) -> tuple[di
 def resource_ids(ids: list[str]) -> st.SearchStrategy[str]:
     """Ids to read as ``memory://{id}``: real ones, generated text, nasty text."""
     nasty = [v for v in NASTY if isinstance(v, str) and len(v) < 1000]
-    return st.sampled_from(ids) | st.text(max_size=40) | st.sampled_from(nasty)
+    return one_of(ids) | st.text(max_size=40) | st.sampled_from(nasty)
 
 
 def _refusal(tool: str, text: str) -> str | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fuzz_api_support import CHECKS, sent_as_generated
+from fuzz_api_support import CHECKS, one_of, sent_as_generated
 from fuzz_stateful_support import DELETED, NDJSON, WHO, MemoryRules, Ref, Who
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, multiple, rule
@@ -157,7 +157,7 @@ class RestMachine(MemoryRules):
         case = self.case(data, label)
         steer = data.draw(st.booleans(), label="steer")
         real = self.env.seeded.ids + self.returned
-        memory_id, trace_id = (data.draw(st.sampled_from(real), label="id") for _ in "mt")
+        memory_id, trace_id = (data.draw(one_of(real), label="id") for _ in "mt")
         for container in (case.path_parameters, case.query, case.body):
             if not isinstance(container, dict):
                 continue

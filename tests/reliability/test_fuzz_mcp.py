@@ -23,15 +23,16 @@ from typing import Any
 
 import pytest
 
-from backends import missing
-
 try:
     from anyio.from_thread import BlockingPortal, start_blocking_portal
     from mcp import Client
     from mcp.shared.exceptions import MCPError
     from mcp.types import INVALID_PARAMS
 except ImportError as exc:  # pragma: no cover - the extra is in the test environment
-    missing(f"the MCP SDK is not installed ({exc.name}): pip install 'engram-governed[mcp]'")
+    if os.environ.get("CI", "").lower() == "true":
+        raise
+    pytest.skip(f"the MCP SDK is not installed ({exc.name}): pip install "
+                "'engram-governed[mcp]'", allow_module_level=True)  # fmt: skip
 
 from fuzz_api_support import OTHER, TENANT, ctx, seed, tenant_digest
 from fuzz_mcp_support import hostile, judge, resource_ids
