@@ -41,6 +41,7 @@ __all__ = [
     "json_value",
     "label",
     "shown",
+    "stored_text",
     "text",
 ]
 
@@ -112,6 +113,16 @@ def text(value: object, name: str, limit: int = MAX_TEXT_CHARS) -> str:
         raise InvalidArgument(f"{name} is {len(value)} characters; the limit is {limit}")
     _no_surrogates(value, name)
     return value
+
+
+def stored_text(value: object, name: str, limit: int = MAX_TEXT_CHARS) -> str:
+    """Text a memory is made of (content, a turn's text): ``text`` without NUL
+    (U+0000), which PostgreSQL's ``text`` type cannot hold. Refused on every backend
+    alike, so a write that SQLite would take is not a 500 on PostgreSQL."""
+    checked = text(value, name, limit)
+    if "\x00" in checked:
+        raise InvalidArgument(f"{name} holds a NUL character (U+0000); remove it")
+    return checked
 
 
 def label(value: object, name: str, limit: int) -> str:

@@ -41,3 +41,36 @@ def test_a_working_key_with_a_line_break_is_refused_not_aliased(
     finally:
         client.close()
     assert mem.working(Context("acme", "u1", session_id="s1")).list() == []
+
+
+@pytest.mark.parametrize("route", ["remember", "correct", "observe", "batch"])
+def test_a_nul_in_content_is_the_same_answer_on_every_backend(
+    shared_url: str, open_mem: Callable[..., Engram], tmp_path: Path, route: str
+) -> None:
+    """2. A NUL character in a memory's content: PostgreSQL's text type cannot hold
+    one, so ``POST .../correct`` with one answered 500 (``store-error``) there while
+    SQLite stored it (found by the stateful fuzzing, ``test_fuzz_stateful.py``)."""
+    mem = open_mem(shared_url)
+    key = KeyFile(tmp_path / "keys.json").create("acme")[1]
+    client = AsgiClient(create_app(mem, KeyRing(path=tmp_path / "keys.json")))
+    auth = {"Authorization": f"Bearer {key}"}
+    text = "Deploys\x00 on Fridays."
+    try:
+        first = client.post("/v1/memories", json={**ME, "content": "Deploys on Mondays."},
+                            headers=auth)  # fmt: skip
+        assert first.status_code == 200, first.text
+        target = first.json()["record"]["id"]
+        path, body = {
+            "remember": ("/v1/memories", {**ME, "content": text}),
+            "correct": (f"/v1/memories/{target}/correct", {**ME, "content": text}),
+            "observe": ("/v1/observe", {**ME, "turns": [{"role": "user", "text": text}]}),
+            "batch": ("/v1/memories:batch", {**ME, "items": [{"content": text}]}),
+        }[route]
+        answer = client.post(path, json=body, headers=auth)
+    finally:
+        client.close()
+    assert answer.status_code == 422, answer.text
+    assert "NUL" in answer.json()["detail"]
+    assert [r.content for r in mem.list(Context("acme", "u1"), status=None)] == [
+        "Deploys on Mondays."
+    ]

@@ -92,7 +92,7 @@ def _value(value: object) -> Any:
 def _content(value: object) -> str:
     if not isinstance(value, str):
         raise InvalidArgument(f"content must be a string, got {type(value).__name__}")
-    return limits.text(value, "content").strip()
+    return limits.stored_text(value, "content").strip()
 
 
 def build_proposal(
@@ -184,7 +184,7 @@ def check_turns(turns: object) -> None:
         if not isinstance(turn, Turn):
             raise InvalidArgument(f"{where} must be an engram.Turn")
         limits.text(turn.role, f"{where}.role", _MAX_ROLE_CHARS)
-        limits.text(turn.text, f"{where}.text")
+        limits.stored_text(turn.text, f"{where}.text")
         if turn.time is not None:
             require_aware(turn.time, f"{where}.time")
         if turn.ref is not None:

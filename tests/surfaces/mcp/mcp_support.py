@@ -22,6 +22,8 @@ try:
     import uvicorn
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import INVALID_PARAMS
 except ImportError as exc:  # pragma: no cover - the extra is in the test environment
     if os.environ.get("CI", "").lower() == "true":
         raise
@@ -33,7 +35,17 @@ except ImportError as exc:  # pragma: no cover - the extra is in the test enviro
 from engram.errors import Forbidden
 from engram.surfaces.principal import Principal
 
-__all__ = ["KEYS", "Keys", "free_port", "http_client", "list_tools", "serving", "structured"]
+__all__ = [
+    "INVALID_PARAMS",
+    "KEYS",
+    "Keys",
+    "MCPError",
+    "free_port",
+    "http_client",
+    "list_tools",
+    "serving",
+    "structured",
+]
 
 KEYS = {
     "key-u1": Principal("acme", "k1", users=frozenset({"u1"})),

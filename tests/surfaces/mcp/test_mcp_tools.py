@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp_support import Client, structured
+from mcp_support import INVALID_PARAMS, Client, MCPError, structured
 
 from engram import Context, Engram
 from engram.surfaces.mcp import build_server
@@ -196,3 +196,31 @@ def test_a_refused_write_is_a_result_with_its_reason(mem: Engram) -> None:
     assert refused["operation"] == "REJECT"
     assert refused["id"] is None
     assert "secret" in refused["reason"]
+
+
+@pytest.mark.parametrize(
+    ("memory_id", "says"),
+    [
+        ("", "invalid-argument: memory_id must be 1-200 characters long"),
+        (" padded ", "invalid-argument: memory_id must be printable"),
+        ("zero\u200bwidth", "invalid-argument: memory_id must be printable"),
+        ("x" * 201, "invalid-argument: memory_id must be 1-200 characters long"),
+        ("01NOSUCHMEMORY", "not-found:"),
+    ],
+)
+def test_an_unreadable_resource_id_is_an_invalid_params_error(
+    mem: Engram, memory_id: str, says: str
+) -> None:
+    """An id the SDK refuses is the caller's mistake: JSON-RPC ``invalid params``
+    (-32602) naming the problem, like an unknown memory; it used to be an internal
+    error (-32603), which a client reads as a crash of the server (found by
+    tests/reliability/test_fuzz_mcp.py)."""
+
+    async def body(client: Client) -> Any:
+        with pytest.raises(MCPError) as raised:
+            await client.read_resource(f"memory://{memory_id}")
+        return raised.value.error
+
+    error = _with(mem, U1, body)
+    assert error.code == INVALID_PARAMS, error
+    assert error.message.startswith(says), error.message

@@ -10,7 +10,9 @@ from the server's ``Identity`` (``surfaces.mcp.identity``), and an argument the
 tool does not declare (``user_id`` included) is refused, not ignored. An Engram
 error becomes a tool error whose text starts with the problem type of its row
 in ``surfaces.errors`` (``not-found: ...``, ``invalid-argument: ...``); the
-SDK reports arguments that fail the input schema the same way. Tool functions
+SDK reports arguments that fail the input schema the same way. Reading the
+resource, a 4xx problem (not found, an invalid id) is the protocol's invalid-params
+error and only a 5xx one an internal error. Tool functions
 are synchronous: the SDK runs them on worker threads, off the event loop.
 """
 
@@ -26,7 +28,8 @@ from mcp.server.mcpserver import Context as CallContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp.types import ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, ToolAnnotations
 from pydantic import ConfigDict, Field
 
 from engram.engram import Engram
@@ -309,9 +312,13 @@ def _add_resource(server: MCPServer, mem: Engram, ctx_of: CtxOf) -> None:
         description="one memory, as JSON",
     )
     def memory(memory_id: str, call: CallContext) -> str:
+        uri = f"memory://{memory_id}"
         try:
             return Memory.of(mem.get(ctx_of(call), memory_id)).model_dump_json(indent=2)
         except NotFound as exc:
             raise ResourceNotFoundError(f"not-found: {exc}") from exc
         except EngramError as exc:
-            raise ResourceError(f"{outcome_for(exc).problem}: {exc}") from exc
+            outcome = outcome_for(exc)
+            if outcome.http_status < 500:  # the caller's mistake, not the server's
+                raise MCPError(INVALID_PARAMS, f"{outcome.problem}: {exc}", {"uri": uri}) from exc
+            raise ResourceError(f"{outcome.problem}: {exc}") from exc
