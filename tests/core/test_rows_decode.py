@@ -59,3 +59,19 @@ def test_decoded_record_has_every_field_of_the_original() -> None:
         assert decoded == record
         assert _fields(decoded) == _fields(record)  # same values, same types
         assert decoded.replace(version=4).version == 4  # still a normal, frozen record
+
+
+def test_decoded_record_is_a_frozen_record_whether_or_not_it_was_updated() -> None:
+    for record in (_record(), _record(updated_at=T0 + timedelta(seconds=1))):
+        decoded = record_from_values(_row(record))
+        assert type(decoded) is Record
+        assert _fields(decoded) == _fields(record)
+        assert decoded.updated_at == record.updated_at
+        try:
+            decoded.content = "changed"  # type: ignore[misc]
+        except dataclasses.FrozenInstanceError:
+            pass
+        else:
+            raise AssertionError("a decoded record accepted an assignment")
+        assert decoded.content == record.content
+        assert hash(decoded) == hash(record)
