@@ -182,8 +182,9 @@ def _on_postgres(mem: Engram) -> bool:
 
 
 # PostgreSQL inserts a transaction's audit entries with one statement before COMMIT,
-# so the entries of a whole ``remember_many`` chunk fail together there.
-PG_NTH = {("remember_many", "INSERT INTO audit"): 1}
+# and a ``remember_many`` chunk without passages its records with one multi-row
+# INSERT (``write.bulk``), so each of those fails for the whole chunk there.
+PG_NTH = {("remember_many", "INSERT INTO audit"): 1, ("remember_many", "INSERT INTO records"): 1}
 
 
 def _nth(mem: Engram, op: str, prefix: str, nth: int) -> int:
