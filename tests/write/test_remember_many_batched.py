@@ -100,7 +100,8 @@ def _held_more(mem: Engram, user: str) -> None:
     c = _ctx(user)
     runner = mem.remember(c, "The CI runner is GitHub Actions.", key="ci.runner", value="gha",
                           type="fact").record  # fmt: skip
-    assert runner is not None and runner.agent_id == "coder"
+    assert runner is not None
+    assert runner.agent_id == "coder"
     report = mem.share(c, [runner.id], "planner")
     assert len(report.shared) == 1
     mem.remember(c, "The on-call engineer is Ana.", key="oncall", value="ana",
@@ -130,10 +131,18 @@ MORE: list[dict[str, Any]] = [
     {"content": "My recovery phrase hint is the old street."},
     {"content": "My recovery phrase hint is the old street.", "authority": "tool_observation"},
     # owning agents differ (the user's preference, the agent's private note), scope+key collide
-    {"content": "I prefer the dark theme.", "type": "preference", "key": "ui.theme",
-     "value": "dark"},
-    {"content": "Screenshots use the light theme.", "key": "ui.theme", "value": "light",
-     "private": True},
+    {
+        "content": "I prefer the dark theme.",
+        "type": "preference",
+        "key": "ui.theme",
+        "value": "dark",
+    },
+    {
+        "content": "Screenshots use the light theme.",
+        "key": "ui.theme",
+        "value": "light",
+        "private": True,
+    },
     # the same content owned by the user and by the agent
     {"content": "I prefer short commit messages.", "type": "preference"},
     {"content": "I prefer short commit messages.", "type": "preference", "agent_scope": "agent"},
