@@ -166,8 +166,8 @@ def test_a_summary_holding_a_nul_is_stored_without_it(
     mem: Engram, ctx: Context, chat: FakeChat
 ) -> None:
     """No store takes a NUL (U+0000) in content: a model answering one would fail the
-    run every time (a sweep would then keep the episodes past their retention, run
-    after run), so the summariser drops it from the model's text."""
+    run every time (and a sweep, which consolidates decayed episodes before pruning
+    them, would keep those run after run), so the summariser drops it from the text."""
     write_sessions(mem, ctx, [["We decided to move billing to Postgres 16."]])
     chat.reply = "The team moved\x00billing to Postgres 16.\x00"
     report = mem.consolidate("acme", "u1", now=LATER,
