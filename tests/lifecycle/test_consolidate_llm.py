@@ -160,3 +160,18 @@ def test_the_summariser_is_configured_explicitly() -> None:
     made = LLMSummariser.from_env({"ENGRAM_LLM_BASE_URL": "http://127.0.0.1:9/v1",
                                    "ENGRAM_LLM_MODEL": "m", "ENGRAM_LLM_TIMEOUT": "3"})  # fmt: skip
     assert isinstance(made, LLMSummariser)
+
+
+def test_a_summary_holding_a_nul_is_stored_without_it(
+    mem: Engram, ctx: Context, chat: FakeChat
+) -> None:
+    """No store takes a NUL (U+0000) in content: a model answering one would fail the
+    run every time (and a sweep, which consolidates decayed episodes before pruning
+    them, would keep those run after run), so the summariser drops it from the text."""
+    write_sessions(mem, ctx, [["We decided to move billing to Postgres 16."]])
+    chat.reply = "The team moved\x00billing to Postgres 16.\x00"
+    report = mem.consolidate("acme", "u1", now=LATER,
+                             summariser=LLMSummariser(chat.url, "tiny-model"))  # fmt: skip
+    [summary] = summaries(mem, ctx)
+    assert report.summaries == 1
+    assert summary.content.endswith("The team moved billing to Postgres 16.")

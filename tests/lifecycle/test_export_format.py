@@ -284,3 +284,20 @@ def test_version_1_holds_every_field_of_the_record_model_and_documents_each() ->
     doc = (Path(__file__).parents[2] / "docs" / "export-format.md").read_text(encoding="utf-8")
     for name in (*jsonl.HEADER_FIELDS, *jsonl.RECORD_FIELDS):
         assert f"| `{name}` |" in doc, f"docs/export-format.md does not document {name}"
+
+
+def test_an_export_holding_a_nul_is_refused_cleanly_on_every_backend(
+    mem: Engram, exported: Path
+) -> None:
+    """An older SQLite store took content with a NUL (U+0000), which PostgreSQL's text
+    cannot hold: its export, read back by ``import_jsonl`` or as ``import_records``
+    rows, is refused naming the row, and writes nothing (no 500 on PostgreSQL)."""
+    lines, rows = _lines(exported), mem.export(CTX)
+    held = "Release train\x00 leaves on Mondays."
+    lines[1].update(content=held, content_hash=_hash(held))
+    before = len(table_rows(mem.store, "audit"))
+    with pytest.raises(InvalidArgument, match="NUL"):
+        mem.import_jsonl(CTX, _save(exported, lines))
+    with pytest.raises(InvalidArgument, match="NUL"):
+        mem.import_records(CTX, [{**rows[0], "content": held, "content_hash": _hash(held)}])
+    _untouched(mem, before, rows)

@@ -60,3 +60,15 @@ def test_widening_still_reports_empty_when_nothing_is_relevant() -> None:
         assert "widen" in _stages(result)
         assert result.status == "empty"
         assert result.ids == []
+
+
+def test_an_explicit_structured_intent_is_not_widened() -> None:
+    """``intent="structured"`` is the caller's choice of plan (an explicit intent wins,
+    ``recall.intent``): it asks for the settled types only, so it is not widened to
+    episodes, and empty says that no settled memory answers."""
+    with Engram.open("sqlite://:memory:", embedder="hashing") as mem:
+        mem.remember(CTX, EPISODE, type="episode", now=NOW)
+        result = mem.recall(CTX, QUERY, intent="structured", budget=Budget(max_items=5), now=NOW)
+        assert "widen" not in _stages(result)
+        assert result.trace.mode == "structured"
+        assert result.status == "empty"

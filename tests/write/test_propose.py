@@ -22,6 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engram import Context, Engram
 from engram.errors import ConfigError, EngramError
 from engram.types import Authority, SourceKind, Turn
 from engram.write.propose import LLMProposer, RuleProposer, split_sentences, to_first_person
@@ -512,3 +513,34 @@ def test_llm_sends_nothing_for_no_turns(endpoint: Endpoint) -> None:
 def test_llm_rejects_bad_configuration(url: str, model: str, timeout: float) -> None:
     with pytest.raises(ConfigError):
         LLMProposer(url, model, timeout=timeout)
+
+
+def test_llm_items_the_store_would_refuse_are_dropped_not_the_whole_observe(
+    endpoint: Endpoint,
+) -> None:
+    """A model's item holding a NUL (PostgreSQL's text cannot) or a value past the
+    limits is malformed output: it is dropped, and ``observe`` writes the others rather
+    than refusing the caller's turns, which hold neither."""
+    deep: Any = "x"
+    for _ in range(100):
+        deep = [deep]
+    endpoint.reply_items(
+        [
+            {"content": "User likes\x00 tea.", "type": "preference"},
+            {"content": "User likes green tea.", "type": "preference", "value": deep},
+            {"content": "The team uses Postgres for the backend.", "type": "decision", "turn": 2},
+        ]
+    )
+    proposals = LLMProposer(endpoint.url, "tiny").propose(TURNS)
+    assert [p.content for p in proposals] == [
+        "User likes green tea.",
+        "The team uses Postgres for the backend.",
+    ]
+    assert proposals[0].value is None
+    ctx = Context(tenant_id="acme", user_id="u1")
+    with Engram.open("sqlite://:memory:", embedder="hashing") as mem:
+        written = mem.observe(ctx, TURNS, proposer=LLMProposer(endpoint.url, "tiny"), now=T0)
+        assert {r.record.content for r in written if r.record} == {
+            "User likes green tea.",
+            "The team uses Postgres for the backend.",
+        }

@@ -92,3 +92,88 @@ def test_remember_many_batched_equals_one_by_one(
     assert _holdings(mem, "batched") == _holdings(mem, "plain")
     assert {r.operation.value for r in batched} >= {"ADD", "CONFIRM", "SUPERSEDE", "REJECT"}
     assert mem.audit_verify().ok
+
+
+def _held_more(mem: Engram, user: str) -> None:
+    """A store with a shared record, a keyed record about to expire, a contested key,
+    a forgotten content and a keyed record whose content another item restates."""
+    c = _ctx(user)
+    runner = mem.remember(c, "The CI runner is GitHub Actions.", key="ci.runner", value="gha",
+                          type="fact").record  # fmt: skip
+    assert runner is not None
+    assert runner.agent_id == "coder"
+    report = mem.share(c, [runner.id], "planner")
+    assert len(report.shared) == 1
+    mem.remember(c, "The on-call engineer is Ana.", key="oncall", value="ana",
+                 retention="short_term")  # fmt: skip
+    mem.remember(c, "The deploy region is eu-west.", key="deploy.region", value="eu-west")
+    for value in ("blue", "green"):
+        mem.remember(c, f"The build badge is {value}.", key="badge", value=value,
+                     authority="tool_observation", confidence=0.5)  # fmt: skip
+    gone = mem.remember(c, "My recovery phrase hint is the old street.").record
+    assert gone is not None
+    mem.forget(c, gone.id)
+
+
+MORE: list[dict[str, Any]] = [
+    # supersedes a record whose share copy the planner holds: the copy is retracted
+    {"content": "The CI runner is Buildkite.", "key": "ci.runner", "value": "bk", "type": "fact"},
+    # the key of a record past its retention
+    {"content": "The on-call engineer is Bo.", "key": "oncall", "value": "bo"},
+    # one item confirms what another supersedes; a third restates it without the key
+    {"content": "The deploy region is eu-west.", "key": "deploy.region", "value": "eu-west"},
+    {"content": "The deploy region is us-east.", "key": "deploy.region", "value": "us-east"},
+    {"content": "The deploy region is eu-west."},
+    # a contested key
+    {"content": "The build badge is red.", "key": "badge", "value": "red"},
+    # the forgotten content restated twice, and once by a tool
+    {"content": "My recovery phrase hint is the old street."},
+    {"content": "My recovery phrase hint is the old street."},
+    {"content": "My recovery phrase hint is the old street.", "authority": "tool_observation"},
+    # owning agents differ (the user's preference, the agent's private note), scope+key collide
+    {
+        "content": "I prefer the dark theme.",
+        "type": "preference",
+        "key": "ui.theme",
+        "value": "dark",
+    },
+    {
+        "content": "Screenshots use the light theme.",
+        "key": "ui.theme",
+        "value": "light",
+        "private": True,
+    },
+    # the same content owned by the user and by the agent
+    {"content": "I prefer short commit messages.", "type": "preference"},
+    {"content": "I prefer short commit messages.", "type": "preference", "agent_scope": "agent"},
+    {"content": "The nightly job starts at two.", "key": "nightly", "value": 2},
+]
+
+
+def _audit(mem: Engram, user: str) -> list[tuple[str, str, str, int]]:
+    return sorted((e.actor, e.operation, e.reason, len(e.record_ids))
+                  for e in mem.audit_log("acme", user))  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_remember_many_batched_equals_one_by_one_on_harder_chunks(
+    mem: Engram, clock: Any, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem.grant_share("acme", "coder", "planner", ["fact"])
+    for user in ("batched", "plain"):
+        _held_more(mem, user)
+    clock.advance(days=8)  # past the on-call record's short_term retention
+    items = list(MORE)
+    random.Random(seed).shuffle(items)
+    before = {user: len(mem.audit_log("acme", user)) for user in ("batched", "plain")}
+    assert before["batched"] == before["plain"]
+    batched = mem.remember_many(_ctx("batched"), items)
+    monkeypatch.setattr(batch_module, "commit_together", _one_by_one)
+    plain = mem.remember_many(_ctx("plain"), items)
+    assert _outcome(batched) == _outcome(plain)
+    assert _holdings(mem, "batched") == _holdings(mem, "plain")
+    assert _audit(mem, "batched") == _audit(mem, "plain")
+    statuses = {r[5] for r in _holdings(mem, "batched") if r[0] == "planner"}
+    assert "retracted" in statuses  # the share copy followed its superseded original
+    assert {r.operation.value for r in batched} >= {"ADD", "CONFIRM", "SUPERSEDE"}
+    assert mem.audit_verify().ok

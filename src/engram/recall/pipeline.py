@@ -181,6 +181,13 @@ def _widen(s: _State) -> None:
         stage(s)
 
 
+def _widens(s: _State) -> bool:
+    """Whether the gate's structured plan kept nothing; a caller's explicit
+    ``intent="structured"`` wins (``recall.intent``) and is never widened."""
+    chosen = s.request.intent == Mode.STRUCTURED.value
+    return s.mode == Mode.STRUCTURED and not s.candidates and not chosen
+
+
 def _render(s: _State) -> None:
     s.prompt = render(s.candidates, s.config.types, layout=s.request.budget.layout)
 
@@ -256,7 +263,7 @@ def run(
         _timed(state, name, stage)
         if state.mode == Mode.NONE and name == "plan":
             break
-        if name == "rerank" and state.mode == Mode.STRUCTURED and not state.candidates:
+        if name == "rerank" and _widens(state):
             _timed(state, "widen", _widen)  # reported as a stage of its own
     state.trace.total_ms = (time.perf_counter() - started) * 1000
     return _finish(state)

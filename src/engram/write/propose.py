@@ -30,8 +30,9 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from engram import limits
 from engram.deadline import call_within
-from engram.errors import ConfigError, EngramError
+from engram.errors import ConfigError, EngramError, InvalidArgument
 from engram.types import Authority, Proposal, Source, SourceKind, Turn
 from engram.write.detectors import is_transient_chatter
 from engram.write.propose_rules import Candidate, extract, slug
@@ -322,6 +323,10 @@ def _validated(item: Any) -> tuple[str, str, str | None, float | None]:
     content, kind = item.get("content"), item.get("type", "fact")
     if not isinstance(content, str) or not content.strip() or not isinstance(kind, str):
         raise _Malformed
+    try:  # what ``remember`` refuses (a NUL, past the size limit) is the model's fault
+        limits.stored_text(content, "content")
+    except InvalidArgument:
+        raise _Malformed from None
     if not _TYPE.fullmatch(kind.strip().lower()):
         raise _Malformed
     key = _item_key(item.get("key"))
@@ -348,8 +353,15 @@ def _item_confidence(raw: Any) -> float | None:
 
 
 def _item_value(raw: Any) -> Any:
-    """Plain JSON values are kept as they are; anything else is dropped."""
-    return raw if isinstance(raw, str | int | float | bool | list | dict) else None
+    """Plain JSON values within the limits (``limits.json_value``) are kept as they
+    are; anything else is dropped, so the model's value never refuses the turns."""
+    if not isinstance(raw, str | int | float | bool | list | dict):
+        return None
+    try:
+        limits.json_value(raw)
+    except InvalidArgument:
+        return None
+    return raw
 
 
 def _claimed_turn(raw: Any, turns: Sequence[Turn]) -> Turn | None:

@@ -159,3 +159,21 @@ def test_a_key_store_that_cannot_answer_is_503_with_retry_after(mem: Engram) -> 
     assert refused.headers["content-type"] == "application/problem+json"
     assert "does not answer" in refused.json()["detail"]
     assert mem.list(Context("acme", "u1")) == []
+
+
+class _BrokenKeyStore:
+    """An ``Authenticator`` with a bug: it raises what is not an Engram error."""
+
+    def authenticate(self, credential: str) -> Any:
+        raise RuntimeError("secret internals: /etc/engram/keys.db row 7")
+
+
+def test_an_authenticator_that_fails_is_a_500_problem_that_hides_its_message(
+    mem: Engram,
+) -> None:
+    with serving(create_http_app(mem, _BrokenKeyStore())) as base:
+        refused = _post(f"{base}/mcp", Authorization="Bearer key-u1")
+    assert refused.status_code == 500
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert "secret internals" not in refused.text
+    assert refused.json()["type"] == "urn:engram:problem:internal-error"

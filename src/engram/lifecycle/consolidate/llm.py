@@ -88,7 +88,9 @@ class LLMSummariser:
                  "content": "Episodes (JSON):\n" + json.dumps(rows, ensure_ascii=False)},
             ],
         }  # fmt: skip
-        text = " ".join(_message_text(self._post(body)).split())
+        # no store takes a NUL (``limits.stored_text``): one from the model would fail
+        # every run over these episodes, so it counts as whitespace
+        text = " ".join(_message_text(self._post(body)).replace("\x00", " ").split())
         if not text:
             raise EngramError("LLM summariser: the model answered an empty summary")
         header = f"{date_phrase(episodes[0].observed_at, episodes[-1].observed_at)}: "

@@ -27,6 +27,7 @@ Mounting it in another ASGI app (the REST app at ``/mcp``)::
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
@@ -108,6 +109,12 @@ class McpEndpoint:
             return
         except EngramError as exc:  # a key store that cannot answer: Unavailable is a 503
             await _refused(send, exc)
+            return
+        except Exception as exc:  # an authenticator's bug: a 500 problem, as REST answers
+            print(f"engram: the MCP authenticator failed: {type(exc).__name__}", file=sys.stderr)
+            row = PROTOCOL[500]
+            await _problem(send, 500, row.title, "the server failed; nothing was changed",
+                           row.problem)  # fmt: skip
             return
         if self._limiter is not None:  # before the transport: a refused call does nothing
             try:
