@@ -173,10 +173,12 @@ def _widen(s: _State) -> None:
     """A structured recall that kept nothing searches every type again, still with the
     profile intent: a preference a user stated only in conversation (an episode) is
     still theirs, and ``empty`` must mean that nothing relevant exists. The first
-    pass's rejections are dropped; the wider pass judges a superset of its types."""
+    pass's rejections, merges and channel reports (an ``outcomes`` read that failed
+    among them) are dropped; the wider pass judges a superset of its types."""
     s.mode = Mode.HYBRID
     s.trace.rejections.clear()
     s.trace.merges.clear()
+    s.trace.channels.clear()
     for stage in _WIDENED:
         stage(s)
 

@@ -184,7 +184,8 @@ def _components(cand: Candidate, req: _Request) -> None:
     c["authority"] = rc.authority_weights.get(record.authority, 0.0)
     c["freshness"] = 1.0 if half_life is None else _freshness(record, half_life, req.plan.now)
     c["confidence"] = record.confidence
-    c["usage"] = min(1.0, math.log1p(record.access_count) / req.usage_norm)
+    counted = req.config.recall.weights.usage > 0  # a part shown only when it counts
+    c["usage"] = min(1.0, math.log1p(record.access_count) / req.usage_norm) if counted else 0.0
     c["structural"] = _structural(record, kind, req.plan, rc, fit, overlap > 0)
     c["speaker"] = _speaker(record, rc, req.query_words) if conversational else 0.0
     c["period"] = 0.0 if req.plan.period is None else _in_period(record, req.plan)
