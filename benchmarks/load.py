@@ -1,11 +1,16 @@
 """A bounded, self-stopping load test of REST remember and recall, and a memory soak.
 
-Not a test. The server is ``python -m engram.surfaces.rest serve`` (one uvicorn
-process, the hashing embedder, the rate limit off: one key makes every call) in
-a child process on a loopback port, over a *copy* of the cached SQLite store of
-``benchmarks/rest.py`` (``--size`` records of one user, built there when missing),
-so the cached store never changes. The traffic (``load_traffic.py``) is 80 %
-``POST /v1/recall`` of corpus queries and 20 % ``POST /v1/memories``:
+Not a test. The server is ``python -m engram.surfaces.rest serve`` (``--workers``
+uvicorn processes, default 1, the hashing embedder, the rate limit off: one key
+makes every call) in a child process on a loopback port, over a *copy* of a
+cached store of ``--size`` records of one user (``load_stores.py``), so every run
+starts from the same data: with ``--backend sqlite`` (default) a copy of the
+SQLite file of ``benchmarks/rest.py``; with ``--backend postgres`` a copy (``CREATE
+DATABASE ... TEMPLATE``) of a template database with the same records, on an
+embedded PostgreSQL server (its data directory kept for the next run with
+``--keep``) or ``ENGRAM_BENCH_PG_URL``, and working memory on Redis (``--redis``,
+a database number of its own, flushed first). The traffic (``load_traffic.py``)
+is 80 % ``POST /v1/recall`` of corpus queries and 20 % ``POST /v1/memories``:
 
 1. unloaded: requests one at a time on one connection: p50/p95/p99 per kind;
 2. capacity: ``--clients`` threads flat out for ``--seconds``: requests a second;
@@ -15,8 +20,9 @@ so the cached store never changes. The traffic (``load_traffic.py``) is 80 %
 4. soak (``--soak-minutes``, default 10; 0 skips it): the same load, writes cycling
    through 500 contents (CONFIRMs after the first pass, so the data stops growing),
    after ``--soak-warmup-minutes`` (2) of it unsampled; the server's RSS and thread
-   count sampled every ``--sample-seconds``; reports the least-squares slope (MB a
-   minute) and the growth it fits over the soak.
+   count (summed over its worker processes) sampled every ``--sample-seconds``, and
+   on PostgreSQL the server's PSS (summed over its backends); reports the
+   least-squares slope (MB a minute) and the growth it fits over the soak.
 
 Every phase has a deadline and the server is stopped at the end, whatever happens.
 Any 5xx or lost connection is counted (target: none); a request on a keep-alive
@@ -24,18 +30,20 @@ connection the server had closed while idle is retried once and counted apart. U
 
     PYTHONPATH=src .venv/bin/python benchmarks/load.py                    # 100K, 10 min soak
     PYTHONPATH=src .venv/bin/python benchmarks/load.py --quick            # 2K, seconds, no soak
+    PYTHONPATH=src .venv/bin/python benchmarks/load.py --backend postgres --keep --workers 2
 
-writes ``benchmarks/results/load.json`` (``load-quick.json`` for ``--quick``).
+writes ``benchmarks/results/load.json`` (``load-postgres.json`` on PostgreSQL, a
+``-w<N>`` suffix for workers, ``-quick`` for ``--quick``).
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -43,37 +51,24 @@ import numpy as np
 
 from common import REPO, machine, print_table, ratio, temp_dir, write_results
 from corpus import Corpus
+from load_stores import Family, Served, postgres_store, sqlite_store
 from load_traffic import Connection, Mix, closed_loop, open_loop, sequential, summary
-from rest import USER, build_store, server
+from rest import USER, server
 
 RESULTS = REPO / "benchmarks" / "results"
 
 
-def _status(pid: int, field: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no {field} for process {pid}")
-
-
-def rss_mb(pid: int) -> float:
-    """The resident set size of process ``pid`` in MiB (``/proc``)."""
-    return _status(pid, "VmRSS") / 1024
-
-
-def threads(pid: int) -> int:
-    """How many threads process ``pid`` runs (each server thread reads SQLite on a
-    connection of its own, with its own page cache: RSS that follows threads is not
-    a leak)."""
-    return _status(pid, "Threads")
-
-
 class RssSampler:
-    """Samples a process's RSS every ``every`` seconds on a thread until stopped."""
+    """Samples the server's RSS and threads (its worker processes included) every
+    ``every`` seconds on a thread until stopped, and PostgreSQL's PSS when given its
+    postmaster. Each server thread of a SQLite store reads on a connection of its own,
+    with its own page cache: RSS that follows threads is not a leak."""
 
-    def __init__(self, pid: int, every: float) -> None:
-        self.pid, self.every = pid, every
+    def __init__(self, pid: int, every: float, postmaster: int | None = None) -> None:
+        self.server, self.every = Family(pid), every
+        self.postgres = Family(postmaster) if postmaster else None
         self.samples: list[tuple[float, float]] = []
+        self.pg_samples: list[tuple[float, float]] = []
         self.threads: list[int] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -81,8 +76,11 @@ class RssSampler:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.samples.append((time.monotonic() - self._start, rss_mb(self.pid)))
-            self.threads.append(threads(self.pid))
+            now = time.monotonic() - self._start
+            self.samples.append((now, self.server.rss_mb()))
+            self.threads.append(self.server.threads())
+            if self.postgres is not None:
+                self.pg_samples.append((now, self.postgres.pss_mb()))
             self._stop.wait(self.every)
 
     def __enter__(self) -> RssSampler:
@@ -120,8 +118,8 @@ def _row(name: str, part: dict[str, Any]) -> list[object]:
             part["statuses"]]  # fmt: skip
 
 
-def _phases(args: argparse.Namespace, url: str, key: str, pid: int,
-            queries: Sequence[str]) -> dict[str, Any]:  # fmt: skip
+def _phases(args: argparse.Namespace, url: str, key: str, pid: int, queries: Sequence[str],
+            postmaster: int | None) -> dict[str, Any]:  # fmt: skip
     out: dict[str, Any] = {}
     sequential(url, key, Mix(USER, queries, seed=1), 30)  # warm-up: caches, first imports
     out["unloaded"] = summary(sequential(url, key, Mix(USER, queries, seed=2), args.unloaded))
@@ -140,14 +138,16 @@ def _phases(args: argparse.Namespace, url: str, key: str, pid: int,
         soak_mix = Mix(USER, queries, fresh=False, seed=6)
         warm = args.soak_warmup_minutes * 60  # the same load, unsampled: caches fill first
         out["soak_warmup"] = summary(open_loop(url, key, soak_mix, rate, warm)[0], warm)
-        with RssSampler(pid, args.sample_seconds) as sampler:
+        with RssSampler(pid, args.sample_seconds, postmaster) as sampler:
             soaked, dropped = open_loop(url, key, soak_mix, rate, seconds)
         rss = slope(sampler.samples, skip_s=0.0)
         rss["threads"] = [min(sampler.threads), max(sampler.threads)]
         rss["thread_series"] = sampler.threads
         out["soak"] = {**summary(soaked, seconds), "seconds": seconds, "abandoned": dropped,
                        "offered_per_s": round(rate, 1), "rss": rss}  # fmt: skip
-    out["rss_end_mb"] = round(rss_mb(pid), 1)
+        if sampler.pg_samples:
+            out["soak"]["postgres_pss"] = slope(sampler.pg_samples, skip_s=0.0)
+    out["rss_end_mb"] = round(Family(pid).rss_mb(), 1)
     out["stale_connection_retries"] = Connection.stale_retries
     return out
 
@@ -157,7 +157,8 @@ def _report(result: dict[str, Any], args: argparse.Namespace) -> None:
             for phase in ("unloaded", "capacity", "loaded", "soak") if phase in result
             for kind in ("recall", "remember") if kind in result[phase]]  # fmt: skip
     print_table(
-        f"REST at {args.size} records ({args.clients} clients for capacity)",
+        f"REST on {args.backend} at {args.size} records, {args.workers} worker(s) "
+        f"({args.clients} clients for capacity)",
         ["phase", "n", "p50 ms", "p95 ms", "p99 ms", "per s", "statuses"],
         rows,
     )
@@ -173,10 +174,21 @@ def _report(result: dict[str, Any], args: argparse.Namespace) -> None:
               f"{rss.get('last_mb')} MB, slope {rss['slope_mb_per_min']} MB/min, fitted growth "
               f"{rss.get('fitted_growth_mb')} MB ({rss.get('fitted_growth_share')}); server "
               f"threads {rss.get('threads')}")  # fmt: skip
+        pss = result["soak"].get("postgres_pss")
+        if pss:
+            print(f"PostgreSQL PSS {pss.get('first_mb')} -> {pss.get('last_mb')} MB, slope "
+                  f"{pss['slope_mb_per_min']} MB/min")  # fmt: skip
 
 
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--workers", type=int, default=1, help="engram serve --workers")
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/13",
+                        help="PostgreSQL runs: working memory (flushed first)")  # fmt: skip
+    parser.add_argument("--keep", action="store_true",
+                        help="PostgreSQL: keep the embedded server's data (the template "
+                        "database) under --store-dir for the next run")  # fmt: skip
     parser.add_argument("--size", type=int, default=100_000, help="records in the store")
     parser.add_argument("--clients", type=int, default=4, help="threads of the capacity phase")
     parser.add_argument("--seconds", type=float, default=30.0, help="capacity and load phases")
@@ -196,8 +208,21 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         args.soak_warmup_minutes = 0.0
         args.queries = 100
     if args.results is None:
-        args.results = RESULTS / ("load-quick.json" if args.quick else "load.json")
+        name = "load" + ("-postgres" if args.backend == "postgres" else "")
+        name += f"-w{args.workers}" if args.workers > 1 else ""
+        args.results = RESULTS / (name + ("-quick" if args.quick else "") + ".json")
     return args
+
+
+@contextmanager
+def _store(args: argparse.Namespace, corpus: Corpus, scratch: Path) -> Iterator[Served]:
+    if args.backend == "sqlite":
+        with sqlite_store(args.store_dir, args.size, corpus, scratch) as served:
+            yield served
+    else:
+        with postgres_store(args.store_dir, args.size, corpus, scratch, args.redis,
+                            args.keep) as served:  # fmt: skip
+            yield served
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -205,17 +230,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _arguments(argv)
     corpus = Corpus()
     queries = [q.text for q in corpus.queries(args.queries, range(args.size))]
-    cached, built = build_store(args.store_dir, args.size, corpus)
     payload: dict[str, Any] = {"machine": machine(sys.argv), "records": args.size,
-                               "build_seconds": built, "settings": {
-                                   k: v for k, v in vars(args).items()
-                                   if k not in ("store_dir", "results")}}  # fmt: skip
-    with temp_dir("engram-load-") as scratch:
-        copy = scratch / cached.name
-        shutil.copyfile(cached, copy)
-        with server(copy) as (url, key, pid):
-            payload["rss_start_mb"] = round(rss_mb(pid), 1)
-            payload.update(_phases(args, url, key, pid, queries))
+                               "settings": {k: v for k, v in vars(args).items()
+                                            if k not in ("store_dir", "results")}}  # fmt: skip
+    with temp_dir("engram-load-") as scratch, _store(args, corpus, scratch) as served:
+        payload["build_seconds"] = served.build_seconds
+        payload["postgres_server"] = served.pg_settings
+        with server(served.path, args.workers, served.db, served.working) as (url, key, pid):
+            time.sleep(1.0 if args.workers > 1 else 0.0)  # every worker has its app
+            payload["rss_start_mb"] = round(Family(pid).rss_mb(), 1)
+            payload.update(_phases(args, url, key, pid, queries, served.postmaster))
     _report(payload, args)
     write_results(args.results, payload)
     return 0

@@ -91,9 +91,12 @@ def build_store(directory: Path, size: int, corpus: Corpus) -> tuple[Path, float
 
 
 @contextmanager
-def server(path: Path, workers: int = 1) -> Iterator[tuple[str, str, int]]:
-    """``engram serve`` on ``path`` in a child process: its base URL, an API key and
-    its process id."""
+def server(
+    path: Path, workers: int = 1, db: str | None = None, working: str | None = None
+) -> Iterator[tuple[str, str, int]]:
+    """``engram serve`` on the SQLite file ``path`` (or on the store URL ``db``, the key
+    file still beside ``path``) in a child process, working memory at ``working``
+    (None: the default beside SQLite): its base URL, an API key and its process id."""
     keys = path.with_name(path.name + "-bench-keys.json")
     keys.unlink(missing_ok=True)
     _, key = KeyFile(keys).create(TENANT)
@@ -108,7 +111,8 @@ def server(path: Path, workers: int = 1) -> Iterator[tuple[str, str, int]]:
         "--embedder",
         "hashing",
         "--db",
-        f"sqlite:///{path}",
+        db or f"sqlite:///{path}",
+        *(["--working", working] if working else []),
         "--keys",
         str(keys),
         "--workers",
