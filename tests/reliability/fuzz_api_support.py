@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,3 +133,14 @@ def one_of(pool: list[str]) -> st.SearchStrategy[str]:
     they wrote): drawn as an index of fixed bounds, so the draws Hypothesis records
     keep their shape when the list has grown (``sampled_from`` would read as flaky)."""
     return st.integers(0, 2**16).map(lambda i: pool[i % len(pool)])
+
+
+def keep_run(run: dict[str, Any], name: str) -> None:
+    """Print a fuzzing run's counts; with ``ENGRAM_FUZZ_RESULTS`` set, also keep them
+    in that JSON file under ``name`` (the large runs of docs/reliability/fuzz.md)."""
+    print(json.dumps(run))
+    path = os.environ.get("ENGRAM_FUZZ_RESULTS")
+    if path:
+        kept = json.loads(Path(path).read_text()) if Path(path).exists() else {}
+        kept[name] = run
+        Path(path).write_text(json.dumps(kept, indent=2, sort_keys=True) + "\n")

@@ -34,7 +34,7 @@ except ImportError as exc:  # pragma: no cover - the extra is in the test enviro
     pytest.skip(f"the MCP SDK is not installed ({exc.name}): pip install "
                 "'engram-governed[mcp]'", allow_module_level=True)  # fmt: skip
 
-from fuzz_api_support import OTHER, TENANT, ctx, seed, tenant_digest
+from fuzz_api_support import OTHER, TENANT, ctx, keep_run, seed, tenant_digest
 from fuzz_mcp_support import hostile, judge, resource_ids
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
@@ -134,12 +134,7 @@ def record(url: str, counts: Counter[str], failed: list[str], untouched: bool,
         "backend": url.split(":", 1)[0], "calls": CALLS, "reads": READS,
         "answers": dict(sorted(counts.items())), "failures": failed,
         "other_tenant_untouched": untouched, "seconds": round(seconds, 1)}  # fmt: skip
-    print(json.dumps(run))
-    path = os.environ.get("ENGRAM_FUZZ_RESULTS")
-    if path:
-        kept = json.loads(Path(path).read_text()) if Path(path).exists() else {}
-        kept[f"mcp-{run['backend']}"] = run
-        Path(path).write_text(json.dumps(kept, indent=2, sort_keys=True) + "\n")
+    keep_run(run, f"mcp-{run['backend']}")
 
 
 def test_the_judge_reports_a_crash_an_off_schema_result_and_a_leak(

@@ -17,7 +17,6 @@ test drives each operation's Hypothesis strategy itself, as
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections import Counter
@@ -33,6 +32,7 @@ from fuzz_api_support import (  # noqa: E402
     CHECKS,
     OTHER,
     Seeded,
+    keep_run,
     seed,
     sent_as_generated,
     tenant_digest,
@@ -125,9 +125,4 @@ def record(url: str, mode: GenerationMode, operations: int, statuses: Counter[in
            "server_errors": sum(v for k, v in statuses.items() if k >= 500),
            "failures": failed, "other_tenant_untouched": untouched,
            "seconds": round(seconds, 1)}  # fmt: skip
-    print(json.dumps(run))
-    path = os.environ.get("ENGRAM_FUZZ_RESULTS")
-    if path:
-        kept = json.loads(Path(path).read_text()) if Path(path).exists() else {}
-        kept[f"{run['backend']}-{run['mode']}"] = run
-        Path(path).write_text(json.dumps(kept, indent=2, sort_keys=True) + "\n")
+    keep_run(run, f"{run['backend']}-{run['mode']}")

@@ -11,7 +11,6 @@ keeps the counts in a JSON file (the large run in docs/reliability/fuzz.md)."""
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
@@ -22,7 +21,7 @@ import pytest
 schemathesis = pytest.importorskip("schemathesis", reason="schemathesis is a dev dependency")
 pytest.importorskip("fastapi", reason="the REST API needs the server extra")
 
-from fuzz_api_support import OTHER, seed, tenant_digest  # noqa: E402
+from fuzz_api_support import OTHER, keep_run, seed, tenant_digest  # noqa: E402
 from fuzz_stateful_machine import RestMachine  # noqa: E402
 from fuzz_stateful_support import Env, ndjson_bodies  # noqa: E402
 from hypothesis import HealthCheck, Phase, settings  # noqa: E402
@@ -75,9 +74,4 @@ def record(url: str, env: Env, seconds: float) -> None:
            "server_errors": sum(v for k, v in env.statuses.items() if k.endswith(("500", "503"))),
            "verdicts": dict(sorted(env.verdicts.items())), "forgotten": len(env.gone),
            "epochs": env.epoch, "seconds": round(seconds, 1)}  # fmt: skip
-    print(json.dumps(run))
-    path = os.environ.get("ENGRAM_FUZZ_RESULTS")
-    if path:
-        kept = json.loads(Path(path).read_text()) if Path(path).exists() else {}
-        kept[run["backend"]] = run
-        Path(path).write_text(json.dumps(kept, indent=2, sort_keys=True) + "\n")
+    keep_run(run, run["backend"])
