@@ -144,3 +144,12 @@ def keep_run(run: dict[str, Any], name: str) -> None:
         kept = json.loads(Path(path).read_text()) if Path(path).exists() else {}
         kept[name] = run
         Path(path).write_text(json.dumps(kept, indent=2, sort_keys=True) + "\n")
+
+
+def seeded_and_digested(mem: Engram, keys_path: Path) -> tuple[Seeded, str]:
+    """``seed`` both tenants, then the digest of ``globex`` that no fuzzed call may
+    change (records, audit entries, traces and working memory: more than 10 rows)."""
+    seeded = seed(mem, keys_path)
+    before, covered = tenant_digest(mem, OTHER)
+    assert covered > 10
+    return seeded, before

@@ -34,7 +34,7 @@ except ImportError as exc:  # pragma: no cover - the extra is in the test enviro
     pytest.skip(f"the MCP SDK is not installed ({exc.name}): pip install "
                 "'engram-governed[mcp]'", allow_module_level=True)  # fmt: skip
 
-from fuzz_api_support import OTHER, TENANT, ctx, keep_run, seed, tenant_digest
+from fuzz_api_support import OTHER, TENANT, ctx, keep_run, seeded_and_digested, tenant_digest
 from fuzz_mcp_support import hostile, judge, resource_ids
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
@@ -106,9 +106,7 @@ def test_fuzzed_tool_calls_are_refused_clearly_and_never_touch_another_tenant(
     shared_url: str, open_mem: Callable[..., Engram], tmp_path: Path
 ) -> None:
     mem = open_mem(shared_url)
-    seeded = seed(mem, tmp_path / "keys.json")
-    before, covered = tenant_digest(mem, OTHER)
-    assert covered > 10
+    seeded, before = seeded_and_digested(mem, tmp_path / "keys.json")
     own, theirs = seeded.ids[:3], seeded.ids[4:7]  # memories of acme (u1, u2) and of globex
     ids, foreign = own + theirs, [*theirs, f"{OTHER}: "]  # globex's contents start so
     counts, failed = Counter[str](), list[str]()

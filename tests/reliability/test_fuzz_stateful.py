@@ -21,7 +21,7 @@ import pytest
 schemathesis = pytest.importorskip("schemathesis", reason="schemathesis is a dev dependency")
 pytest.importorskip("fastapi", reason="the REST API needs the server extra")
 
-from fuzz_api_support import OTHER, keep_run, seed, tenant_digest  # noqa: E402
+from fuzz_api_support import OTHER, keep_run, seeded_and_digested, tenant_digest  # noqa: E402
 from fuzz_stateful_machine import RestMachine  # noqa: E402
 from fuzz_stateful_support import Env, ndjson_bodies  # noqa: E402
 from hypothesis import HealthCheck, Phase, settings  # noqa: E402
@@ -41,9 +41,7 @@ def test_call_sequences_conform_and_never_touch_another_tenant(
     shared_url: str, open_mem: Callable[..., Engram], tmp_path: Path
 ) -> None:
     mem = open_mem(shared_url)
-    seeded = seed(mem, tmp_path / "keys.json")
-    before, covered = tenant_digest(mem, OTHER)
-    assert covered > 10  # records, audit entries, traces, working memory
+    seeded, before = seeded_and_digested(mem, tmp_path / "keys.json")
     app = create_app(mem, KeyRing(path=tmp_path / "keys.json"))
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     ops = {op.label: op for op in (r.ok() for r in schema.get_all_operations())}
