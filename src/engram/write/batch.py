@@ -41,22 +41,31 @@ def actor(scope: Scope) -> str:
 
 def stage(config: Config, scope: Scope, items: Iterable[Mapping[str, Any]],
           now: datetime) -> list[Unit]:  # fmt: skip
-    """Every item validated into a unit (its target scope and proposals), before any write."""
+    """Every item validated into a unit (its target scope and proposals), before any write.
+    Any refusal of an item names its index, whichever check refused it."""
     check_iterable(items, "items")
     staged = []
     for index, item in enumerate(items):
-        if not isinstance(item, Mapping) or "content" not in item:
-            raise InvalidArgument(f"item {index} must be a mapping with 'content'")
-        fields = proposal_fields(item, f"item {index}")
-        target = parse_scope(fields.pop("scope", "user"), scope)
-        proposal = build_proposal(config, fields.pop("content"), scope=target, **fields)
-        if proposal.authority == Authority.EXPLICIT_ADMIN:
-            raise InvalidArgument("authority explicit_admin is reserved to remember_global")
+        where = f"item {index}"
         try:
-            staged.append(expand(proposal, target, config.write, now))
+            staged.append(_stage_one(config, scope, item, where, now))
         except InvalidArgument as exc:
-            raise InvalidArgument(f"item {index}: {exc}") from None
+            message = str(exc)
+            named = message if message.startswith(where) else f"{where}: {message}"
+            raise type(exc)(named) from None
     return staged
+
+
+def _stage_one(config: Config, scope: Scope, item: object, where: str, now: datetime) -> Unit:
+    """One item as a unit; ``InvalidArgument`` if any of its fields is refused."""
+    if not isinstance(item, Mapping) or "content" not in item:
+        raise InvalidArgument(f"{where} must be a mapping with 'content'")
+    fields = proposal_fields(item, where)
+    target = parse_scope(fields.pop("scope", "user"), scope)
+    proposal = build_proposal(config, fields.pop("content"), scope=target, **fields)
+    if proposal.authority == Authority.EXPLICIT_ADMIN:
+        raise InvalidArgument("authority explicit_admin is reserved to remember_global")
+    return expand(proposal, target, config.write, now)
 
 
 def write_chunk(
