@@ -8,11 +8,15 @@ nothing relevant exists. The plan widens to every type instead, once, and says s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
+import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 from engram import Budget, Context, Engram
+from engram.embed.hashing import HashingEmbedder
 
 NOW = datetime(2024, 6, 1, tzinfo=UTC)
 CTX = Context(tenant_id="acme", user_id="u1")
@@ -72,3 +76,41 @@ def test_an_explicit_structured_intent_is_not_widened() -> None:
         assert "widen" not in _stages(result)
         assert result.trace.mode == "structured"
         assert result.status == "empty"
+
+
+class _CountingEmbedder(HashingEmbedder):
+    """The hashing embedder, counting how often it embeds the recall's query."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.query_calls = 0
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        self.query_calls += sum(text == QUERY for text in texts)
+        return super().embed(texts)
+
+
+def test_a_widened_recall_embeds_the_query_once() -> None:
+    """The wider pass reuses the first pass's query vector: a model near its deadline is
+    not waited for twice, and both passes search with the same vector."""
+    embedder = _CountingEmbedder()
+    with Engram.open("sqlite://:memory:", embedder=embedder) as mem:
+        mem.remember(CTX, EPISODE, type="episode", now=NOW)
+        result = mem.recall(CTX, QUERY, budget=Budget(max_items=5), now=NOW)
+        assert "widen" in _stages(result)
+        assert embedder.query_calls == 1
+
+
+def test_a_pass_whose_every_source_failed_is_not_widened() -> None:
+    """Nothing answered, so nothing is known about the data: the recall is unavailable
+    at once, without a second pass that would fail the same reads."""
+    mem = Engram.open("sqlite://:memory:", embedder="hashing")
+    mem.remember(CTX, EPISODE, type="episode", now=NOW)
+    mem.store.close()  # the database goes away underneath the facade
+    try:
+        result = mem.recall(CTX, QUERY, budget=Budget(max_items=5), now=NOW)
+        assert result.trace.intent == "profile"
+        assert result.status == "unavailable"
+        assert "widen" not in _stages(result)
+    finally:
+        mem.close()

@@ -76,6 +76,7 @@ class _State:
     conflicts: list[Conflict] = field(default_factory=list)
     prompt: str = ""
     tokens: int = 0
+    query_vector: tuple[NDArray[np.float32] | None, str | None] | None = None  # embedded once
 
     @property
     def the_plan(self) -> Plan:
@@ -94,10 +95,19 @@ def _plan(s: _State) -> None:
 
 
 def _query_vector(s: _State) -> tuple[NDArray[np.float32] | None, str | None]:
+    """The query's vector, or the embedder's error; embedded once per recall, so a
+    widened pass neither pays a slow model's deadline twice nor gets another answer."""
     if "vector" not in s.the_plan.limits:
         return None, None
-    # a store whose vectors are another model's answers the probe with IndexMismatch; an
-    # embedder past its deadline is EmbeddingTimeout: the other channels still answer
+    if s.query_vector is None:
+        s.query_vector = _embed_query(s)
+    return s.query_vector
+
+
+def _embed_query(s: _State) -> tuple[NDArray[np.float32] | None, str | None]:
+    """Embed the query within the recall's deadline. An embedder past it is
+    ``EmbeddingTimeout`` (and a store whose vectors are another model's answers the
+    probe with ``IndexMismatch``): the other channels still answer."""
     try:
         vectors = embed_within(s.embedder, [s.request.query], s.config.recall.embed_timeout_seconds)
         return vectors[0], None
@@ -184,10 +194,21 @@ def _widen(s: _State) -> None:
 
 
 def _widens(s: _State) -> bool:
-    """Whether the gate's structured plan kept nothing; a caller's explicit
-    ``intent="structured"`` wins (``recall.intent``) and is never widened."""
+    """Whether the gate's structured plan kept nothing from sources that answered. A
+    caller's explicit ``intent="structured"`` wins (``recall.intent``) and is never
+    widened; nor is a pass whose every source failed (``unavailable``): its emptiness
+    says nothing about the data, and a second pass would only fail the same reads."""
     chosen = s.request.intent == Mode.STRUCTURED.value
-    return s.mode == Mode.STRUCTURED and not s.candidates and not chosen
+    if s.mode != Mode.STRUCTURED or s.candidates or chosen:
+        return False
+    return not _every_source_failed(s)
+
+
+def _every_source_failed(s: _State) -> bool:
+    """Whether every channel the plan searches reported an error."""
+    channels = s.trace.channels
+    sources = [channels[name] for name in (s.plan.limits if s.plan else ()) if name in channels]
+    return bool(sources) and all(c.error for c in sources)
 
 
 def _render(s: _State) -> None:
@@ -211,10 +232,8 @@ _WIDENED = (_plan, _candidates, _eligibility, _dedup, _rerank)
 def _status(s: _State) -> RecallStatus:
     """Unavailable when every source the plan named failed (a stage that only expands
     their results searched nothing of its own); partial when any channel failed."""
-    channels = s.trace.channels
-    sources = [channels[name] for name in (s.plan.limits if s.plan else ()) if name in channels]
-    failed = [c for c in channels.values() if c.error]
-    if sources and all(c.error for c in sources):
+    failed = [c for c in s.trace.channels.values() if c.error]
+    if _every_source_failed(s):
         return RecallStatus.UNAVAILABLE
     if s.conflicts:
         return RecallStatus.AMBIGUOUS
