@@ -125,6 +125,13 @@ def stored_text(value: object, name: str, limit: int = MAX_TEXT_CHARS) -> str:
     return checked
 
 
+def nul_as_space(text: str) -> str:
+    """``text`` with each NUL (U+0000) read as a space: for text Engram derives from
+    stored or generated text (a summary, a turn made of an older episode), which a
+    record written before ``stored_text`` refused NUL may still hold."""
+    return text.replace("\x00", " ")
+
+
 def label(value: object, name: str, limit: int) -> str:
     """Short printable text (a reference, a purpose): no control or format characters."""
     checked = text(value, name, limit)

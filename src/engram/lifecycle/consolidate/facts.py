@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime
 
+from engram import limits
 from engram.config import Config
 from engram.lifecycle.consolidate.grouping import Group
 from engram.types import Authority, Proposal, Record, Sensitivity, Source, Turn
@@ -34,7 +35,8 @@ FactItem = tuple[str | None, Unit]  # the agent it belongs to (None: the user's)
 
 def _turn(episode: Record) -> Turn:
     role = "user" if episode.authority == Authority.EXPLICIT_USER else "assistant"
-    return Turn(role, episode.content, episode.observed_at, episode.source.ref)
+    content = limits.nul_as_space(episode.content)  # an episode stored before NUL was refused
+    return Turn(role, content, episode.observed_at, episode.source.ref)
 
 
 def _grounded(proposal: Proposal, episode: Record) -> Proposal:

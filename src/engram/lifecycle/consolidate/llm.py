@@ -22,6 +22,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from engram import limits
 from engram.deadline import call_within
 from engram.errors import ConfigError, EngramError
 from engram.lifecycle.consolidate.summarise import ExtractiveSummariser, date_phrase
@@ -90,7 +91,7 @@ class LLMSummariser:
         }  # fmt: skip
         # no store takes a NUL (``limits.stored_text``): one from the model would fail
         # every run over these episodes, so it counts as whitespace
-        text = " ".join(_message_text(self._post(body)).replace("\x00", " ").split())
+        text = " ".join(limits.nul_as_space(_message_text(self._post(body))).split())
         if not text:
             raise EngramError("LLM summariser: the model answered an empty summary")
         header = f"{date_phrase(episodes[0].observed_at, episodes[-1].observed_at)}: "

@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from engram import limits
 from engram.config import Config
 from engram.errors import Conflict, InvalidArgument, NotFound
 from engram.ids import new_id
@@ -173,6 +174,7 @@ class _UserRun:
     def _batch(self, group: Group) -> Batch:
         """The group's summary and facts as write units, policy-checked and embedded."""
         text = self.t.summariser.summarise(group.episodes, self.rules.summary_max_chars)
+        text = limits.nul_as_space(text)  # from an older episode or any summariser's own
         tenant, user, slot = self.subject.tenant_id, self.subject.user_id, group.slot
         batch = Batch(self.t.writer)
         owner = Owner(tenant, user, slot.agent_id, slot.scope, ACTOR, slot.agent_id)

@@ -1,0 +1,53 @@
+"""Consolidation reads a NUL in an episode stored before NUL was refused as a space.
+
+``limits.stored_text`` now refuses NUL (U+0000) in new content on every backend,
+but a SQLite file written by an earlier version may hold episodes with one. Their
+summary and their facts are derived text: before, building them raised
+``InvalidArgument`` and stopped the whole run for the user, on every later run.
+PostgreSQL's ``text`` never held a NUL, so only SQLite files are concerned.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from tests.conftest import T0
+from tests.lifecycle.consolidation_kit import LATER, SESSIONS, summaries, write_sessions
+
+from engram import Context, Engram
+
+CTX = Context(tenant_id="acme", user_id="u1")
+
+
+def _with_legacy_nul(path: Path) -> None:
+    """Episodes written, then two of them given a NUL as an older version stored it."""
+    with Engram.open(f"sqlite:///{path}", embedder="hashing") as mem:
+        write_sessions(mem, CTX, SESSIONS, T0)
+    db = sqlite3.connect(path)
+    try:
+        for phrase in ("lock timeout", "short commit"):  # a summary's and a fact's episode
+            spaced = phrase.replace(" ", "' || char(0) || '")
+            db.execute(f"UPDATE records SET content = replace(content, '{phrase}', '{spaced}')")
+        db.commit()
+        held = db.execute("SELECT count(*) FROM records WHERE instr(content, char(0)) > 0")
+        assert held.fetchone()[0] == 2
+    finally:
+        db.close()
+
+
+def test_a_legacy_nul_is_read_as_a_space(tmp_path: Path) -> None:
+    path = tmp_path / "legacy.db"
+    _with_legacy_nul(path)
+    with Engram.open(f"sqlite:///{path}", embedder="hashing") as mem:
+        report = mem.consolidate("acme", "u1", now=LATER, progress=False)
+        assert report.summaries == len(SESSIONS)
+        assert report.facts_accepted >= 1
+        made = summaries(mem, CTX)
+        assert all("\x00" not in s.content for s in made)
+        assert any("lock timeout" in s.content for s in made)
+        facts = [r for r in mem.list(CTX, limit=100) if r.type not in ("episode", "summary")]
+        assert all("\x00" not in f.content for f in facts)
+        assert any("short commit" in f.content for f in facts), [f.content for f in facts]
+        again = mem.consolidate("acme", "u1", now=LATER, progress=False)
+        assert again.summaries == 0  # the run completed and marked its groups
