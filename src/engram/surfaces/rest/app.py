@@ -31,6 +31,7 @@ from starlette.routing import Route
 from engram.engram import Engram
 from engram.surfaces.dashboard import dashboard_app, redirect_to
 from engram.surfaces.principal import Authenticator
+from engram.surfaces.rest.gate import RecallGate
 from engram.surfaces.rest.limits import BodyLimit
 from engram.surfaces.rest.problems import Problem, install, problems
 from engram.surfaces.rest.ratelimit import Limiter, SharedBuckets, TokenBuckets
@@ -97,6 +98,13 @@ def _limiter(settings: RestSettings) -> Limiter | None:
     return SharedBuckets(client, settings.rate_limit, settings.rate_burst)
 
 
+def _gate(settings: RestSettings) -> RecallGate | None:
+    """The recall gate of this process (None: every recall starts at once)."""
+    if settings.recall_concurrency == 0:
+        return None
+    return RecallGate(settings.recall_concurrency, settings.recall_queue_seconds)
+
+
 def _mcp_endpoint(
     mem: Engram, auth: Authenticator, settings: RestSettings, limiter: Limiter | None
 ) -> McpEndpoint | None:
@@ -140,6 +148,7 @@ def create_app(mem: Engram, auth: Authenticator, settings: RestSettings | None =
     app.state.authenticator = auth
     app.state.settings = chosen
     app.state.limiter = limiter
+    app.state.recall_gate = _gate(chosen)
     app.state.mcp = endpoint
     for router in ROUTERS:
         app.include_router(router)

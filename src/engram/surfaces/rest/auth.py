@@ -17,9 +17,13 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from engram.engram import Engram
 from engram.errors import Forbidden
 from engram.surfaces.principal import Authenticator, Principal
+from engram.surfaces.rest.gate import RecallGate
 from engram.surfaces.rest.ratelimit import Limiter
 
-__all__ = ["Caller", "Mem", "Unauthenticated", "authenticate_late", "current_engram", "principal"]
+__all__ = [
+    "Caller", "Gate", "Mem", "Unauthenticated", "authenticate_late", "current_engram",
+    "principal", "recall_gate",
+]  # fmt: skip
 
 _bearer = HTTPBearer(
     auto_error=False,
@@ -83,5 +87,12 @@ async def current_engram(request: Request) -> Engram:
     return mem
 
 
+async def recall_gate(request: Request) -> RecallGate | None:
+    """The app's recall gate (None: no limit; ``surfaces.rest.gate``)."""
+    gate: RecallGate | None = request.app.state.recall_gate
+    return gate
+
+
 Caller = Annotated[Principal, Depends(principal)]
 Mem = Annotated[Engram, Depends(current_engram)]
+Gate = Annotated[RecallGate | None, Depends(recall_gate)]

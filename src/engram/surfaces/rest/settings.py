@@ -29,7 +29,12 @@ class RestSettings:
     per key: ``surfaces.rest.ratelimit``); past them a request is 429 with
     ``Retry-After``. ``rate_limit=0`` turns the limit off. ``rate_limit_redis``
     (a ``redis://`` URL) keeps the buckets there, shared by every worker process;
-    None keeps them in this process (see that module)."""
+    None keeps them in this process (see that module).
+
+    ``recall_concurrency`` is how many recalls one server process runs at once; the
+    rest wait their turn in arrival order (``surfaces.rest.gate``), and one that
+    waits ``recall_queue_seconds`` is refused with 503 and ``Retry-After``.
+    ``recall_concurrency=0`` lets every recall start at once."""
 
     max_body_bytes: int = _MiB
     max_import_bytes: int = 64 * _MiB
@@ -39,6 +44,8 @@ class RestSettings:
     rate_limit: float = 100.0
     rate_burst: int = 200
     rate_limit_redis: str | None = None
+    recall_concurrency: int = 1
+    recall_queue_seconds: float = 30.0
 
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_import_bytes"):
@@ -57,6 +64,12 @@ class RestSettings:
         burst = self.rate_burst
         if isinstance(burst, bool) or not isinstance(burst, int) or not 1 <= burst <= 10**9:
             raise ConfigError("rate_burst must be an integer of at least 1")
+        slots = self.recall_concurrency
+        if isinstance(slots, bool) or not isinstance(slots, int) or not 0 <= slots <= 10_000:
+            raise ConfigError("recall_concurrency must be an integer from 0 (no limit) to 10000")
+        wait = self.recall_queue_seconds
+        if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 < wait <= 3600:
+            raise ConfigError("recall_queue_seconds must be a number of seconds in (0, 3600]")
 
     def limit_for(self, method: str, path: str) -> int:
         """The body limit of one request."""

@@ -29,13 +29,14 @@ __all__ = ["WorkerSpec", "run_workers", "worker_app"]
 
 _PREFIX = "ENGRAM_SERVE_"
 _FIELDS = ("db", "working", "embedder", "keys", "max_body_bytes", "host", "rate_limit",
-           "rate_burst", "rate_limit_redis")  # fmt: skip
+           "rate_burst", "rate_limit_redis", "recall_concurrency")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
 class WorkerSpec:
     """What every worker opens: the store, working memory, embedder, keys, body limit,
-    the host it listens on (the MCP endpoint's Host check) and the rate limit."""
+    the host it listens on (the MCP endpoint's Host check), the rate limit and the
+    recall gate's slots."""
 
     db: str
     working: str | None
@@ -46,6 +47,7 @@ class WorkerSpec:
     rate_limit: float = 100.0  # each worker keeps its own buckets (surfaces.rest.ratelimit)
     rate_burst: int = 200
     rate_limit_redis: str | None = None  # the buckets every worker shares (None: per worker)
+    recall_concurrency: int = 1  # per worker (surfaces.rest.gate)
 
     def export(self) -> None:
         """Put this spec in the environment the workers inherit."""
@@ -59,7 +61,8 @@ class WorkerSpec:
         read = {name: os.environ[_PREFIX + name.upper()] for name in _FIELDS}
         return cls(read["db"], read["working"] or None, read["embedder"], read["keys"] or None,
                    int(read["max_body_bytes"]), read["host"], float(read["rate_limit"]),
-                   int(read["rate_burst"]), read["rate_limit_redis"] or None)  # fmt: skip
+                   int(read["rate_burst"]), read["rate_limit_redis"] or None,
+                   int(read["recall_concurrency"]))  # fmt: skip
 
 
 def worker_app() -> FastAPI:
@@ -72,7 +75,8 @@ def worker_app() -> FastAPI:
     atexit.register(mem.close)
     settings = RestSettings(max_body_bytes=spec.max_body_bytes, host=spec.host,
                             rate_limit=spec.rate_limit, rate_burst=spec.rate_burst,
-                            rate_limit_redis=spec.rate_limit_redis)  # fmt: skip
+                            rate_limit_redis=spec.rate_limit_redis,
+                            recall_concurrency=spec.recall_concurrency)  # fmt: skip
     return create_app(mem, KeyRing.from_environment(spec.keys), settings)
 
 

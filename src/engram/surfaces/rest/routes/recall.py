@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response
 
-from engram.surfaces.rest.auth import Caller, Mem
+from engram.surfaces.rest.auth import Caller, Gate, Mem
 from engram.surfaces.rest.problems import problems
 from engram.surfaces.rest.schemas import IdentityQuery, RecallBody
 from engram.surfaces.rest.views import RecallOut, recall_view, reply
@@ -18,12 +19,15 @@ router = APIRouter(prefix="/v1", tags=["recall"])
 
 @router.post("/recall", response_model=RecallOut,
              responses=problems(400, 401, 403, 413, 415, 422, 500, 503))  # fmt: skip
-def recall(body: RecallBody, caller: Caller, mem: Mem) -> Response:
+def recall(body: RecallBody, caller: Caller, mem: Mem, gate: Gate) -> Response:
     """The memories that should influence the next action, rendered and explained.
-    ``empty``, ``partial`` and ``ambiguous`` are statuses of a 200, not errors."""
+    ``empty``, ``partial`` and ``ambiguous`` are statuses of a 200, not errors. Recalls
+    run a few at a time, in arrival order (``RestSettings.recall_concurrency``); 503
+    when one waited too long for its turn."""
     budget = None if body.budget is None else body.budget.budget()
-    result = mem.recall(body.context(caller, body.purpose), body.query, intent=body.intent,
-                        budget=budget, as_of=body.as_of)  # fmt: skip
+    ctx = body.context(caller, body.purpose)  # a bad identity is refused before the queue
+    with gate.held() if gate is not None else nullcontext():
+        result = mem.recall(ctx, body.query, intent=body.intent, budget=budget, as_of=body.as_of)
     return reply(recall_view(result))
 
 
