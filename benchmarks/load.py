@@ -184,6 +184,12 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--workers", type=int, default=1, help="engram serve --workers")
+    parser.add_argument(
+        "--recall-concurrency",
+        type=int,
+        default=None,
+        help="engram serve --recall-concurrency (default: the server's)",
+    )
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/13",
                         help="PostgreSQL runs: working memory (flushed first)")  # fmt: skip
     parser.add_argument("--keep", action="store_true",
@@ -236,7 +242,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     with temp_dir("engram-load-") as scratch, _store(args, corpus, scratch) as served:
         payload["build_seconds"] = served.build_seconds
         payload["postgres_server"] = served.pg_settings
-        with server(served.path, args.workers, served.db, served.working) as (url, key, pid):
+        with server(
+            served.path, args.workers, served.db, served.working, args.recall_concurrency
+        ) as (url, key, pid):
             time.sleep(1.0 if args.workers > 1 else 0.0)  # every worker has its app
             payload["rss_start_mb"] = round(Family(pid).rss_mb(), 1)
             payload.update(_phases(args, url, key, pid, queries, served.postmaster))

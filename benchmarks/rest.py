@@ -92,11 +92,16 @@ def build_store(directory: Path, size: int, corpus: Corpus) -> tuple[Path, float
 
 @contextmanager
 def server(
-    path: Path, workers: int = 1, db: str | None = None, working: str | None = None
+    path: Path,
+    workers: int = 1,
+    db: str | None = None,
+    working: str | None = None,
+    recall_concurrency: int | None = None,
 ) -> Iterator[tuple[str, str, int]]:
     """``engram serve`` on the SQLite file ``path`` (or on the store URL ``db``, the key
     file still beside ``path``) in a child process, working memory at ``working``
-    (None: the default beside SQLite): its base URL, an API key and its process id."""
+    (None: the default beside SQLite), ``--recall-concurrency`` (None: the server's
+    default): its base URL, an API key and its process id."""
     keys = path.with_name(path.name + "-bench-keys.json")
     keys.unlink(missing_ok=True)
     _, key = KeyFile(keys).create(TENANT)
@@ -119,6 +124,7 @@ def server(
         str(workers),
         "--rate-limit",  # one key makes every call: measure the server, not the limit
         "0",
+        *([] if recall_concurrency is None else ["--recall-concurrency", str(recall_concurrency)]),
     ]
     child = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
