@@ -8,9 +8,13 @@ no trace in the queue, and the REST mapping of that refusal (503, Retry-After).
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -23,96 +27,123 @@ from engram.surfaces.rest.settings import RestSettings
 from engram.surfaces.rest.workers import WorkerSpec
 
 
-def _wait_for(check: object, seconds: float = 5.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.002)
+async def _until(check: Callable[[], bool]) -> None:
+    for _ in range(5000):
+        if check():
+            return
+        await asyncio.sleep(0.001)
+    pytest.fail("timed out")
 
 
 def test_waiters_enter_in_arrival_order() -> None:
-    gate = RecallGate(1, patience=10)
-    entered: list[int] = []
+    async def scenario() -> list[int]:
+        gate = RecallGate(1, patience=10)
+        entered: list[int] = []
 
-    def recall(n: int) -> None:
-        with gate.held():
-            entered.append(n)
+        async def recall(n: int) -> None:
+            async with gate.turn():
+                entered.append(n)
 
-    threads = []
-    with gate.held():  # the one running recall
-        for n in range(8):
-            thread = threading.Thread(target=recall, args=(n,))
-            thread.start()
-            threads.append(thread)
-            _wait_for(lambda n=n: gate.waiting == n + 1)  # n queued before the next arrives
-    for thread in threads:
-        thread.join(5)
-    assert entered == list(range(8))
+        tasks = []
+        async with gate.turn():  # the one running recall
+            for n in range(8):
+                tasks.append(asyncio.create_task(recall(n)))
+                await _until(lambda n=n: gate.waiting == n + 1)  # queued before the next
+        await asyncio.gather(*tasks)
+        return entered
+
+    assert asyncio.run(scenario()) == list(range(8))
 
 
 def test_no_more_than_the_slots_run_at_once() -> None:
-    gate = RecallGate(3, patience=10)
-    inside = peak = 0
-    lock = threading.Lock()
+    async def scenario() -> tuple[int, int]:
+        gate = RecallGate(3, patience=10)
+        inside = peak = 0
 
-    def recall() -> None:
-        nonlocal inside, peak
-        with gate.held():
-            with lock:
+        async def recall() -> None:
+            nonlocal inside, peak
+            async with gate.turn():
                 inside += 1
                 peak = max(peak, inside)
-            time.sleep(0.01)
-            with lock:
+                await asyncio.sleep(0.005)
                 inside -= 1
 
-    threads = [threading.Thread(target=recall) for _ in range(24)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(10)
-    assert peak == 3
-    assert gate.waiting == 0
+        await asyncio.gather(*(recall() for _ in range(24)))
+        return peak, gate.waiting
+
+    assert asyncio.run(scenario()) == (3, 0)
 
 
 def test_a_newcomer_does_not_take_a_slot_promised_to_a_waiter() -> None:
-    gate = RecallGate(1, patience=10)
-    order: list[str] = []
-    holding = threading.Event()
-    release = threading.Event()
+    async def scenario() -> list[str]:
+        gate = RecallGate(1, patience=10)
+        order: list[str] = []
 
-    def first() -> None:
-        with gate.held():
-            holding.set()
-            release.wait(5)
+        async def waiter() -> None:
+            async with gate.turn():
+                order.append("waiter")
 
-    def waiter() -> None:
-        with gate.held():
-            order.append("waiter")
+        async with gate.turn():
+            task = asyncio.create_task(waiter())
+            await _until(lambda: gate.waiting == 1)
+        # released: the slot went to the waiter, which has not run yet
+        async with gate.turn():
+            order.append("newcomer")
+        await task
+        return order
 
-    a = threading.Thread(target=first)
-    a.start()
-    holding.wait(5)
-    b = threading.Thread(target=waiter)
-    b.start()
-    _wait_for(lambda: gate.waiting == 1)
-    release.set()
-    a.join(5)
-    with gate.held():  # arrives after the release: the slot already passed to the waiter
-        order.append("newcomer")
-    b.join(5)
-    assert order == ["waiter", "newcomer"]
+    assert asyncio.run(scenario()) == ["waiter", "newcomer"]
 
 
 def test_a_recall_that_waits_too_long_is_refused_and_leaves_the_queue() -> None:
-    gate = RecallGate(1, patience=0.1)
-    with gate.held():
-        started = time.monotonic()
-        with pytest.raises(Unavailable, match="busy"), gate.held():
-            pytest.fail("entered a full gate")
-        assert time.monotonic() - started >= 0.1
+    async def scenario() -> None:
+        gate = RecallGate(1, patience=0.1)
+        async with gate.turn():
+            started = time.monotonic()
+            with pytest.raises(Unavailable, match="busy"):
+                async with gate.turn():
+                    pytest.fail("entered a full gate")
+            assert time.monotonic() - started >= 0.1
+            assert gate.waiting == 0
+        async with asyncio.timeout(1):
+            async with gate.turn():  # the refused request kept no slot
+                pass
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("handed", [False, True], ids=["waiting", "just-handed"])
+def test_a_cancelled_waiter_leaks_no_slot(handed: bool) -> None:
+    """A waiter cancelled in the queue leaves it without running. One cancelled right
+    after a release handed it the slot either passes the slot on or, when asyncio
+    delivers the hand-over first, runs and releases it. Either way the gate admits."""
+
+    async def scenario() -> None:
+        gate = RecallGate(1, patience=10)
+        ran: list[bool] = []
+
+        async def waiter() -> None:
+            async with gate.turn():
+                ran.append(True)
+
+        async with gate.turn():
+            task = asyncio.create_task(waiter())
+            await _until(lambda: gate.waiting == 1)
+            if not handed:
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+                assert gate.waiting == 0
+                assert ran == []
+        if handed:  # the release above handed the slot over; cancel before it runs
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        async with asyncio.timeout(1):
+            async with gate.turn():
+                pass
         assert gate.waiting == 0
-    with gate.held():  # the refused request kept no slot
-        pass
+
+    asyncio.run(scenario())
 
 
 @pytest.mark.parametrize("slots", [-1, True, 1.5, 10_001])
@@ -127,36 +158,83 @@ def test_bad_queue_seconds_is_a_config_error(wait: object) -> None:
         RestSettings(recall_queue_seconds=wait)  # type: ignore[arg-type]
 
 
-def test_workers_carry_the_slots(monkeypatch: pytest.MonkeyPatch) -> None:
-    spec = WorkerSpec("sqlite:///x.db", None, "hashing", None, 1 << 20, recall_concurrency=4)
+def test_workers_carry_the_gate(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = WorkerSpec("sqlite:///x.db", None, "hashing", None, 1 << 20, recall_concurrency=4,
+                      recall_queue_seconds=2.5)  # fmt: skip
     for name in ("DB", "WORKING", "EMBEDDER", "KEYS", "MAX_BODY_BYTES", "HOST", "RATE_LIMIT",
-                 "RATE_BURST", "RATE_LIMIT_REDIS", "RECALL_CONCURRENCY"):  # fmt: skip
+                 "RATE_BURST", "RATE_LIMIT_REDIS", "RECALL_CONCURRENCY",
+                 "RECALL_QUEUE_SECONDS"):  # fmt: skip
         monkeypatch.delenv(f"ENGRAM_SERVE_{name}", raising=False)
+        monkeypatch.setenv(f"ENGRAM_SERVE_{name}", "")  # restored after the test
     spec.export()
-    assert WorkerSpec.imported().recall_concurrency == 4
+    read = WorkerSpec.imported()
+    assert (read.recall_concurrency, read.recall_queue_seconds) == (4, 2.5)
 
 
-def test_rest_answers_503_with_retry_after_when_the_queue_is_too_long(tmp_path: Path) -> None:
+def _blocked_app(tmp_path: Path, patience: float) -> tuple[Any, Engram, dict[str, str],
+                                                                 threading.Event]:  # fmt: skip
+    """An app whose recalls block until the returned event is set."""
     keys_path = tmp_path / "keys.json"
     keys = make_keys(keys_path)
     mem = Engram.open(f"sqlite:///{tmp_path / 'm.db'}", embedder="hashing")
     mem.remember(Context(tenant_id="acme", user_id="u1"), "The deploy target is Fly.io.")
-    settings = RestSettings(recall_concurrency=1, recall_queue_seconds=0.2, mcp_path=None)
-    app = build_app(mem, keys_path, settings)
+    go = threading.Event()
+    real = mem.recall
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        go.wait(10)
+        return real(*args, **kwargs)
+
+    mem.recall = slow  # type: ignore[method-assign]
+    settings = RestSettings(recall_concurrency=1, recall_queue_seconds=patience, mcp_path=None)
+    return build_app(mem, keys_path, settings), mem, keys, go
+
+
+_BODY = {"user_id": "u1", "query": "where do we deploy?"}
+
+
+def test_rest_answers_503_with_retry_after_when_the_queue_is_too_long(tmp_path: Path) -> None:
+    app, mem, keys, go = _blocked_app(tmp_path, patience=0.3)
     headers = {"Authorization": f"Bearer {keys['user']}"}
-    body = {"user_id": "u1", "query": "where do we deploy?"}
     try:
-        with TestClient(app) as client:
-            gate = app.state.recall_gate
-            with gate.held():  # a recall already running, the only slot
-                busy = client.post("/v1/recall", json=body, headers=headers)
+        with TestClient(app) as client, ThreadPoolExecutor(1) as pool:
+            running = pool.submit(client.post, "/v1/recall", json=_BODY, headers=headers)
+            deadline = time.monotonic() + 5
+            while app.state.recall_gate._free and time.monotonic() < deadline:
+                time.sleep(0.005)  # the first recall holds the only slot
+            busy = client.post("/v1/recall", json=_BODY, headers=headers)
+            go.set()
             assert busy.status_code == 503
             assert busy.headers["Retry-After"] == "1"
             assert busy.headers["content-type"].startswith("application/problem+json")
             assert "busy" in busy.json()["detail"]
-            free = client.post("/v1/recall", json=body, headers=headers)
-            assert free.status_code == 200
-            assert "Fly.io" in free.json()["prompt"]
+            first = running.result(10)
+            assert first.status_code == 200
+            assert "Fly.io" in first.json()["prompt"]
+    finally:
+        mem.close()
+
+
+def test_queued_recalls_hold_no_worker_thread(tmp_path: Path) -> None:
+    """More recalls wait than the thread pool has threads (40), and a listing is still
+    answered at once: the queue is on the event loop."""
+    app, mem, keys, go = _blocked_app(tmp_path, patience=20)
+    headers = {"Authorization": f"Bearer {keys['user']}"}
+    try:
+        with TestClient(app) as client, ThreadPoolExecutor(48) as pool:
+            recalls = [pool.submit(client.post, "/v1/recall", json=_BODY, headers=headers)
+                       for _ in range(45)]  # fmt: skip
+            gate = app.state.recall_gate
+            deadline = time.monotonic() + 10
+            while gate.waiting < 44 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert gate.waiting == 44  # one runs (blocked), the rest queue
+            started = time.monotonic()
+            listing = client.get("/v1/memories", params={"user_id": "u1"}, headers=headers)
+            assert listing.status_code == 200
+            assert time.monotonic() - started < 2.0
+            go.set()
+            assert all(r.result(30).status_code == 200 for r in recalls)
     finally:
         mem.close()
 

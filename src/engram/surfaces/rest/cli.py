@@ -3,7 +3,7 @@
 engram serve [--host 127.0.0.1] [--port 8000] [--db URL] [--working URL] [--keys FILE]
              [--embedder NAME] [--tenant default] [--max-body-bytes N] [--workers N]
              [--rate-limit PER_SECOND] [--rate-burst N] [--recall-concurrency N]
-             [--access-log]
+             [--recall-queue-seconds S] [--access-log]
 engram keys create --tenant T [--admin] [--users u1,u2] [--agents a1] [--note TEXT]
 engram keys list [--json]
 engram keys revoke KEY_ID
@@ -85,7 +85,8 @@ def _serve(args: argparse.Namespace) -> int:
                           "pip install 'engram-governed[server]'") from None  # fmt: skip
     settings = RestSettings(max_body_bytes=args.max_body_bytes, host=args.host,
                             rate_limit=args.rate_limit, rate_burst=args.rate_burst,
-                            recall_concurrency=args.recall_concurrency)  # fmt: skip
+                            recall_concurrency=args.recall_concurrency,
+                            recall_queue_seconds=args.recall_queue_seconds)  # fmt: skip
     keys_path = None if os.environ.get(ENV_KEYS) is not None else _keys_path(args)
     ring = KeyRing.from_environment(keys_path)
     embedder = args.rest_embedder or getattr(args, "embedder", None) or "local"
@@ -109,7 +110,7 @@ def _serve(args: argparse.Namespace) -> int:
         shared = args.working if (args.working or "").startswith("redis") else None
         spec = WorkerSpec(_db(args), args.working, embedder, keys, args.max_body_bytes,
                           args.host, args.rate_limit, args.rate_burst, shared,
-                          args.recall_concurrency)  # fmt: skip
+                          args.recall_concurrency, args.recall_queue_seconds)  # fmt: skip
         return run_workers(spec, args.host, args.port, args.workers, args.access_log, announce)
     try:
         return run_server(app, args.host, args.port, args.access_log, announce)
@@ -196,6 +197,9 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        help="recalls one server process runs at once, the rest waiting in "
                        "arrival order (default 1: a recall is mostly Python, one core's "
                        "work; 0: no limit)")  # fmt: skip
+    serve.add_argument("--recall-queue-seconds", type=float, default=10.0, metavar="S",
+                       help="how long a recall may wait for its turn before it is refused "
+                       "503 with Retry-After (default 10)")  # fmt: skip
     serve.add_argument("--workers", type=int, default=1,
                        help="server processes sharing the socket (default 1; more use more "
                        "cores, each holds its own indexes in memory)")  # fmt: skip

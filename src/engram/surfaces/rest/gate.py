@@ -5,22 +5,27 @@ Left to the thread pool, every recall that arrives starts at once and they share
 that core: under a burst each one is slowed by all the others, and the slowest
 take many times their own length (processor sharing). Admitted in arrival order
 instead, a recall waits for the ones before it and then runs at full speed, so
-the tail under load is a queue's, not a crowd's. Measured on a 100K-record SQLite
-store with one server process at half its capacity (docs/reliability/limits.md):
-recall p99 842 ms without the gate, 222 ms with one slot.
+the tail under load is a queue's, not a crowd's (measured in
+docs/reliability/limits.md, "Recall admission").
 
-Slots are handed over directly on release (no barging: a newcomer cannot take a
-slot a waiter was promised). A request that waits longer than ``patience``
-seconds is refused with ``Unavailable`` (503 with ``Retry-After``) and has done
-nothing, so a stalled server sheds load instead of queueing without end.
+Waiting happens on the event loop, not on the thread pool: a queued recall holds
+no worker thread, so the other routes (writes, listings, the dashboard) keep
+their threads however long the queue. Slots are handed over directly on release
+(no barging: a newcomer cannot take a slot a waiter was promised). A request
+that waits longer than ``patience`` seconds is refused with ``Unavailable`` (503
+with ``Retry-After``) and has done nothing, so a stalled server sheds load
+instead of queueing without end. A waiter that is cancelled (its client went
+away) leaves the queue, or passes on the slot it was just handed.
+
+The gate belongs to one event loop (one server process); it takes no lock.
 """
 
 from __future__ import annotations
 
-import threading
+import asyncio
 from collections import deque
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from engram.errors import Unavailable
 
@@ -36,45 +41,59 @@ class RecallGate:
         self.slots = slots
         self.patience = patience
         self._free = slots
-        self._lock = threading.Lock()
-        self._waiters: deque[threading.Event] = deque()
+        self._waiters: deque[asyncio.Future[None]] = deque()
 
     @property
     def waiting(self) -> int:
         """How many requests wait for a slot now."""
-        with self._lock:
-            return len(self._waiters)
+        return sum(not turn.done() for turn in self._waiters)
 
-    @contextmanager
-    def held(self) -> Iterator[None]:
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
         """Run the block in a slot, waiting for one first."""
-        self._acquire()
+        await self._acquire()
         try:
             yield
         finally:
             self._release()
 
-    def _acquire(self) -> None:
-        with self._lock:
-            if self._free > 0 and not self._waiters:
-                self._free -= 1
+    async def _acquire(self) -> None:
+        if self._free > 0 and not self._waiters:
+            self._free -= 1
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(turn)
+        try:
+            await asyncio.wait_for(asyncio.shield(turn), self.patience)
+        except TimeoutError:
+            if _handed(turn):  # handed over as the wait ran out: it is ours
                 return
-            turn = threading.Event()
-            self._waiters.append(turn)
-        if turn.wait(self.patience):
-            return  # the releasing request handed its slot to this one
-        with self._lock:
-            if turn.is_set():  # handed over while the wait timed out: it is ours
-                return
+            self._leave(turn)
+            raise Unavailable(
+                f"the server is busy: this recall waited {self.patience:g} s behind "
+                f"{self.slots} running ones and was not started; send it again"
+            ) from None
+        except BaseException:  # cancelled: give back what was handed, or leave the queue
+            if _handed(turn):
+                self._release()
+            else:
+                self._leave(turn)
+            raise
+
+    def _leave(self, turn: asyncio.Future[None]) -> None:
+        turn.cancel()
+        if turn in self._waiters:
             self._waiters.remove(turn)
-        raise Unavailable(
-            f"the server is busy: this recall waited {self.patience:g} s behind "
-            f"{self.slots} running ones and was not started; send it again"
-        )
 
     def _release(self) -> None:
-        with self._lock:
-            if self._waiters:
-                self._waiters.popleft().set()  # the slot passes on, still taken
-            else:
-                self._free += 1
+        while self._waiters:
+            turn = self._waiters.popleft()
+            if not turn.done():
+                turn.set_result(None)  # the slot passes on, still taken
+                return
+        self._free += 1
+
+
+def _handed(turn: asyncio.Future[None]) -> bool:
+    """Whether a release gave ``turn`` its slot."""
+    return turn.done() and not turn.cancelled()

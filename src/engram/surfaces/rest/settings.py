@@ -45,7 +45,7 @@ class RestSettings:
     rate_burst: int = 200
     rate_limit_redis: str | None = None
     recall_concurrency: int = 1
-    recall_queue_seconds: float = 30.0
+    recall_queue_seconds: float = 10.0
 
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_import_bytes"):

@@ -29,7 +29,8 @@ __all__ = ["WorkerSpec", "run_workers", "worker_app"]
 
 _PREFIX = "ENGRAM_SERVE_"
 _FIELDS = ("db", "working", "embedder", "keys", "max_body_bytes", "host", "rate_limit",
-           "rate_burst", "rate_limit_redis", "recall_concurrency")  # fmt: skip
+           "rate_burst", "rate_limit_redis", "recall_concurrency",
+           "recall_queue_seconds")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,7 @@ class WorkerSpec:
     rate_burst: int = 200
     rate_limit_redis: str | None = None  # the buckets every worker shares (None: per worker)
     recall_concurrency: int = 1  # per worker (surfaces.rest.gate)
+    recall_queue_seconds: float = 10.0
 
     def export(self) -> None:
         """Put this spec in the environment the workers inherit."""
@@ -62,7 +64,8 @@ class WorkerSpec:
         return cls(read["db"], read["working"] or None, read["embedder"], read["keys"] or None,
                    int(read["max_body_bytes"]), read["host"], float(read["rate_limit"]),
                    int(read["rate_burst"]), read["rate_limit_redis"] or None,
-                   int(read["recall_concurrency"]))  # fmt: skip
+                   int(read["recall_concurrency"]),
+                   float(read["recall_queue_seconds"]))  # fmt: skip
 
 
 def worker_app() -> FastAPI:
@@ -76,7 +79,8 @@ def worker_app() -> FastAPI:
     settings = RestSettings(max_body_bytes=spec.max_body_bytes, host=spec.host,
                             rate_limit=spec.rate_limit, rate_burst=spec.rate_burst,
                             rate_limit_redis=spec.rate_limit_redis,
-                            recall_concurrency=spec.recall_concurrency)  # fmt: skip
+                            recall_concurrency=spec.recall_concurrency,
+                            recall_queue_seconds=spec.recall_queue_seconds)  # fmt: skip
     return create_app(mem, KeyRing.from_environment(spec.keys), settings)
 
 
