@@ -9,13 +9,16 @@ PostgreSQL's ``text`` never held a NUL, so only SQLite files are concerned.
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 from tests.conftest import T0
 from tests.lifecycle.consolidation_kit import LATER, SESSIONS, summaries, write_sessions
 
 from engram import Context, Engram
+from engram.types import Proposal, Turn
 
 CTX = Context(tenant_id="acme", user_id="u1")
 
@@ -51,3 +54,31 @@ def test_a_legacy_nul_is_read_as_a_space(tmp_path: Path) -> None:
         assert any("short commit" in f.content for f in facts), [f.content for f in facts]
         again = mem.consolidate("acme", "u1", now=LATER, progress=False)
         assert again.summaries == 0  # the run completed and marked its groups
+
+
+class _CarelessProposer:
+    """A custom proposer whose facts are built by hand: one with a NUL, one with an
+    impossible confidence, one fine."""
+
+    def propose(self, turns: Sequence[Turn]) -> list[Proposal]:
+        base = Proposal(content="The team squash merges every pull request.", type="fact",
+                        observed_at=turns[0].time)  # fmt: skip
+        return [
+            dataclasses.replace(base, content="Squash\x00merges are the rule."),
+            dataclasses.replace(base, content="Releases carry a changelog.", confidence=7.0),
+            base,
+        ]
+
+
+def test_a_custom_proposers_refusable_facts_are_dropped(tmp_path: Path) -> None:
+    """A proposer builds ``Proposal`` values itself; consolidation checks them as
+    ``remember`` checks its arguments, so a NUL or an out-of-range field drops that
+    fact (it would fail the write on PostgreSQL, every run) and keeps the others."""
+    with Engram.open(f"sqlite:///{tmp_path / 'm.db'}", embedder="hashing") as mem:
+        write_sessions(mem, CTX, SESSIONS[:1], T0)
+        report = mem.consolidate("acme", "u1", now=LATER, proposer=_CarelessProposer(),
+                                 progress=False)  # fmt: skip
+        assert report.summaries == 1
+        facts = {r.content for r in mem.list(CTX, status=None, limit=100) if r.type == "fact"}
+        assert facts == {"The team squash merges every pull request."}
+        assert report.facts_proposed == len(SESSIONS[0])  # one kept of three per episode

@@ -51,8 +51,9 @@ def stage(config: Config, scope: Scope, items: Iterable[Mapping[str, Any]],
             staged.append(_stage_one(config, scope, item, where, now))
         except InvalidArgument as exc:
             message = str(exc)
-            named = message if message.startswith(where) else f"{where}: {message}"
-            raise type(exc)(named) from None
+            if not message.startswith(where):  # the same error, its class and fields kept
+                exc.args = (f"{where}: {message}", *exc.args[1:])
+            raise exc from None
     return staged
 
 

@@ -20,10 +20,13 @@ from datetime import datetime
 
 from engram import limits
 from engram.config import Config
+from engram.errors import InvalidArgument
 from engram.lifecycle.consolidate.grouping import Group
 from engram.types import Authority, Proposal, Record, Sensitivity, Source, Turn
+from engram.write.batch import proposal_item
 from engram.write.ownership import owning_agent
 from engram.write.passages import Unit, expand
+from engram.write.proposal import build_proposal, proposal_fields
 from engram.write.propose import Proposer
 
 __all__ = ["FactItem", "fact_items"]
@@ -37,6 +40,16 @@ def _turn(episode: Record) -> Turn:
     role = "user" if episode.authority == Authority.EXPLICIT_USER else "assistant"
     content = limits.nul_as_space(episode.content)  # an episode stored before NUL was refused
     return Turn(role, content, episode.observed_at, episode.source.ref)
+
+
+def _checked(config: Config, proposal: Proposal) -> Proposal | None:
+    """``proposal`` as ``remember`` would build it from the same fields; None if refused."""
+    fields = proposal_item(proposal)
+    try:
+        content, scope = fields.pop("content"), fields.pop("scope")
+        return build_proposal(config, content, scope=scope, **proposal_fields(fields, "fact"))
+    except InvalidArgument:
+        return None
 
 
 def _grounded(proposal: Proposal, episode: Record) -> Proposal:
@@ -55,11 +68,14 @@ def fact_items(group: Group, proposer: Proposer, config: Config, now: datetime) 
     """The facts the group's episodes state, as write units with their owning agent.
 
     A proposal of a type the configuration does not know is dropped (an LLM
-    proposer may invent one)."""
+    proposer may invent one), and so is one that ``remember`` would refuse (a
+    custom proposer's NUL or out-of-range field): a proposer builds ``Proposal``
+    values itself, so they are checked here as ``remember``'s arguments are."""
     items: list[FactItem] = []
     for episode in group.episodes:
-        for proposal in proposer.propose([_turn(episode)]):
-            if proposal.type not in config.types:
+        for proposed in proposer.propose([_turn(episode)]):
+            proposal = _checked(config, proposed)
+            if proposal is None or proposal.type not in config.types:
                 continue
             grounded = _grounded(proposal, episode)
             agent = owning_agent(episode.agent_id, grounded)
