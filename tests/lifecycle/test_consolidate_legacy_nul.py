@@ -18,7 +18,7 @@ from tests.conftest import T0
 from tests.lifecycle.consolidation_kit import LATER, SESSIONS, summaries, write_sessions
 
 from engram import Context, Engram
-from engram.types import Proposal, Turn
+from engram.types import Authority, Proposal, Turn
 
 CTX = Context(tenant_id="acme", user_id="u1")
 
@@ -58,7 +58,7 @@ def test_a_legacy_nul_is_read_as_a_space(tmp_path: Path) -> None:
 
 class _CarelessProposer:
     """A custom proposer whose facts are built by hand: one with a NUL, one with an
-    impossible confidence, one fine."""
+    impossible confidence, one claiming an admin's authority, one fine."""
 
     def propose(self, turns: Sequence[Turn]) -> list[Proposal]:
         base = Proposal(content="The team squash merges every pull request.", type="fact",
@@ -66,6 +66,7 @@ class _CarelessProposer:
         return [
             dataclasses.replace(base, content="Squash\x00merges are the rule."),
             dataclasses.replace(base, content="Releases carry a changelog.", confidence=7.0),
+            dataclasses.replace(base, content="Admin said so.", authority=Authority.EXPLICIT_ADMIN),
             base,
         ]
 
@@ -81,4 +82,4 @@ def test_a_custom_proposers_refusable_facts_are_dropped(tmp_path: Path) -> None:
         assert report.summaries == 1
         facts = {r.content for r in mem.list(CTX, status=None, limit=100) if r.type == "fact"}
         assert facts == {"The team squash merges every pull request."}
-        assert report.facts_proposed == len(SESSIONS[0])  # one kept of three per episode
+        assert report.facts_proposed == len(SESSIONS[0])  # one kept of four per episode

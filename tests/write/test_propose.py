@@ -544,3 +544,19 @@ def test_llm_items_the_store_would_refuse_are_dropped_not_the_whole_observe(
             "User likes green tea.",
             "The team uses Postgres for the backend.",
         }
+
+
+def test_llm_keys_are_cut_to_what_remember_takes(endpoint: Endpoint) -> None:
+    """A model's key of many long dotted parts is cut to its leading parts within a
+    key's 200 characters, so the fact is still written, under a well-formed key."""
+    long_key = ".".join(f"section {n} of the user's very detailed settings tree" for n in range(9))
+    endpoint.reply_items([{"content": "User likes green tea.", "type": "preference",
+                           "key": long_key}])  # fmt: skip
+    (proposal,) = LLMProposer(endpoint.url, "tiny").propose(TURNS)
+    assert proposal.key is not None
+    assert 100 < len(proposal.key) <= 200
+    assert long_key.split(".")[0].split()[0] in proposal.key.split(".")[0]
+    ctx = Context(tenant_id="acme", user_id="u1")
+    with Engram.open("sqlite://:memory:", embedder="hashing") as mem:
+        written = mem.observe(ctx, TURNS, proposer=LLMProposer(endpoint.url, "tiny"), now=T0)
+        assert [r.record.key for r in written if r.record] == [proposal.key]

@@ -333,14 +333,22 @@ def _validated(item: Any) -> tuple[str, str, str | None, float | None]:
     return content.strip(), kind.strip().lower(), key, _item_confidence(item.get("confidence"))
 
 
+_MAX_KEY_CHARS = 200
+
+
 def _item_key(raw: Any) -> str | None:
-    """A key reduced to dotted slugs; None when absent or empty."""
+    """A key reduced to dotted slugs, cut to its leading parts that fit a key's 200
+    characters (``remember`` refuses a longer one); None when absent or empty."""
     if raw is None:
         return None
     if not isinstance(raw, str):
         raise _Malformed
-    parts = [slug(part, max_words=12) for part in raw.split(".")]
-    return ".".join(part for part in parts if part) or None
+    kept: list[str] = []
+    for part in filter(None, (slug(part, max_words=12) for part in raw.split("."))):
+        if len(".".join([*kept, part])) > _MAX_KEY_CHARS:
+            break
+        kept.append(part)
+    return ".".join(kept) or None
 
 
 def _item_confidence(raw: Any) -> float | None:

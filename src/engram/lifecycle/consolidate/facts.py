@@ -44,6 +44,8 @@ def _turn(episode: Record) -> Turn:
 
 def _checked(config: Config, proposal: Proposal) -> Proposal | None:
     """``proposal`` as ``remember`` would build it from the same fields; None if refused."""
+    if proposal.authority == Authority.EXPLICIT_ADMIN:  # reserved to remember_global
+        return None
     fields = proposal_item(proposal)
     try:
         content, scope = fields.pop("content"), fields.pop("scope")

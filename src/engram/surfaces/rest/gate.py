@@ -17,7 +17,9 @@ with ``Retry-After``) and has done nothing, so a stalled server sheds load
 instead of queueing without end. A waiter that is cancelled (its client went
 away) leaves the queue, or passes on the slot it was just handed.
 
-The gate belongs to one event loop (one server process); it takes no lock.
+The gate belongs to one event loop (one server process) and takes no lock. A
+request on another loop (test tooling that starts a loop per request) rebinds an
+idle gate to its loop, and runs ungated while the first loop still holds slots.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class RecallGate:
         self.patience = patience
         self._free = slots
         self._waiters: deque[asyncio.Future[None]] = deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def waiting(self) -> int:
@@ -51,11 +54,21 @@ class RecallGate:
     @asynccontextmanager
     async def turn(self) -> AsyncIterator[None]:
         """Run the block in a slot, waiting for one first."""
+        if not self._bound_here():
+            yield  # another loop's request: the gate cannot queue it with this loop's
+            return
         await self._acquire()
         try:
             yield
         finally:
             self._release()
+
+    def _bound_here(self) -> bool:
+        """Whether the gate serves the running loop (binding it when the gate is idle)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop and self._free == self.slots and not self._waiters:
+            self._loop = loop
+        return self._loop is loop
 
     async def _acquire(self) -> None:
         if self._free > 0 and not self._waiters:
@@ -63,8 +76,9 @@ class RecallGate:
             return
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(turn)
-        try:
-            await asyncio.wait_for(asyncio.shield(turn), self.patience)
+        try:  # asyncio.timeout, not wait_for: 3.11's wait_for may swallow a cancellation
+            async with asyncio.timeout(self.patience):
+                await asyncio.shield(turn)
         except TimeoutError:
             if _handed(turn):  # handed over as the wait ran out: it is ours
                 return
