@@ -194,7 +194,7 @@ class Engram(LifecycleFacade, ForgettingFacade):
         Content over ``config.write.max_content_bytes`` is stored as passages
         (``engram.write.passages``); ``WriteResult.passages`` lists their ids.
         """
-        return self.remember_many(ctx, [{"content": content, **fields}], now=now)[0]
+        return self._write(ctx, [{"content": content, **fields}], now, stated=True, single=True)[0]
 
     def remember_many(
         self, ctx: Context, items: Iterable[Mapping[str, Any]], *, now: datetime | None = None
@@ -213,12 +213,13 @@ class Engram(LifecycleFacade, ForgettingFacade):
         return self._write(ctx, items, now, stated=True)
 
     def _write(self, ctx: Context, items: Iterable[Mapping[str, Any]], now: datetime | None,
-               stated: bool) -> builtins.list[WriteResult]:  # fmt: skip
-        """``remember_many``; ``stated`` False for proposals (``Owner.stated``)."""
+               stated: bool, single: bool = False) -> builtins.list[WriteResult]:  # fmt: skip
+        """``remember_many``; ``stated`` False for proposals (``Owner.stated``); ``single``
+        for ``remember``, whose refusals need no item number."""
         scope = resolve(ctx)
         self._caches.check(scope.tenant_id)  # the embedder caches texts: stale ones go first
         when = self._now(now)
-        staged = stage(self.config, scope, items, when)
+        staged = stage(self.config, scope, items, when, name_items=not single)
         size = self.config.write.batch_items
         results: list[WriteResult] = []
         for start in range(0, len(staged), size):

@@ -42,3 +42,14 @@ def test_refusal_names_the_item_and_stores_nothing(tmp_path: Path, bad: dict[str
         assert mem.list(ctx) == []
     finally:
         mem.close()
+
+
+def test_a_single_remember_is_not_numbered(tmp_path: Path) -> None:
+    """``remember`` takes one memory: its refusal names the field, not an item 0."""
+    mem = Engram.open(f"sqlite:///{tmp_path / 'm.db'}", embedder="hashing")
+    try:
+        with pytest.raises(InvalidArgument) as caught:
+            mem.remember(Context(tenant_id="acme", user_id="u1"), "x", confidence=7)
+        assert str(caught.value).startswith("confidence"), str(caught.value)
+    finally:
+        mem.close()

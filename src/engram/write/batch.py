@@ -40,9 +40,10 @@ def actor(scope: Scope) -> str:
 
 
 def stage(config: Config, scope: Scope, items: Iterable[Mapping[str, Any]],
-          now: datetime) -> list[Unit]:  # fmt: skip
+          now: datetime, name_items: bool = True) -> list[Unit]:  # fmt: skip
     """Every item validated into a unit (its target scope and proposals), before any write.
-    Any refusal of an item names its index, whichever check refused it."""
+    With ``name_items`` (a batch), any refusal of an item names its index, whichever
+    check refused it; a single ``remember`` leaves its field errors unnumbered."""
     check_iterable(items, "items")
     staged = []
     for index, item in enumerate(items):
@@ -51,7 +52,7 @@ def stage(config: Config, scope: Scope, items: Iterable[Mapping[str, Any]],
             staged.append(_stage_one(config, scope, item, where, now))
         except InvalidArgument as exc:
             message = str(exc)
-            if not message.startswith(where):  # the same error, its class and fields kept
+            if name_items and not message.startswith(where):  # the same error, class kept
                 exc.args = (f"{where}: {message}", *exc.args[1:])
             raise exc from None
     return staged
