@@ -1,7 +1,7 @@
 """The recall gate: at most N recalls at once per process, the rest in arrival order.
 
 The gate is what keeps a loaded server's recall tail a queue's rather than a
-crowd's (``surfaces.rest.gate``). These tests pin what it promises: the bound,
+crowd's (``surfaces.gate``). These tests pin what it promises: the bound,
 first come first served with no barging, a refusal after ``patience`` that leaves
 no trace in the queue, and the REST mapping of that refusal (503, Retry-After).
 """
@@ -22,7 +22,7 @@ from rest_support import build_app, make_keys
 
 from engram import Context, Engram
 from engram.errors import ConfigError, Unavailable
-from engram.surfaces.rest.gate import RecallGate
+from engram.surfaces.gate import RecallGate
 from engram.surfaces.rest.settings import RestSettings
 from engram.surfaces.rest.workers import WorkerSpec
 

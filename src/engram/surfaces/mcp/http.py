@@ -44,6 +44,7 @@ from starlette.types import Receive, Scope, Send
 from engram.engram import Engram
 from engram.errors import EngramError, Forbidden
 from engram.surfaces.errors import PROTOCOL, outcome_for
+from engram.surfaces.gate import RecallGate
 from engram.surfaces.mcp.identity import SCOPE_KEY, FromRequest, context_for
 from engram.surfaces.mcp.server import build_server
 from engram.surfaces.principal import Authenticator
@@ -178,14 +179,16 @@ def http_endpoint(
     host: str = "127.0.0.1",
     stateless: bool = True,
     limiter: Limiter | None = None,
+    gate: RecallGate | None = None,
 ) -> McpEndpoint:
     """The authenticated MCP endpoint of ``mem``: identity from each request's key.
 
     ``host`` is where the hosting server listens (a loopback host turns on the SDK's
     DNS-rebinding protection); ``stateless`` answers each POST on its own (no
     session to resume, any worker can serve any request); ``limiter`` is the per-key
-    rate limit (the REST app passes its own, so a key has one bucket for both)."""
-    return McpEndpoint(build_server(mem, FromRequest()), authenticator, host=host,
+    rate limit (the REST app passes its own, so a key has one bucket for both), and
+    ``gate`` the recall gate (the REST app's own: one queue for both surfaces)."""
+    return McpEndpoint(build_server(mem, FromRequest(), gate), authenticator, host=host,
                        stateless=stateless, limiter=limiter)  # fmt: skip
 
 

@@ -19,11 +19,13 @@ are synchronous: the SDK runs them on worker threads, off the event loop.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+import anyio.to_thread
 from mcp.server.mcpserver import Context as CallContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
@@ -36,6 +38,7 @@ from engram.engram import Engram
 from engram.errors import EngramError, NotFound
 from engram.scope import Context
 from engram.surfaces.errors import outcome_for
+from engram.surfaces.gate import RecallGate
 from engram.surfaces.mcp.identity import Fixed, Identity
 from engram.surfaces.mcp.models import Forgotten, Memories, Memory, Recall, Written
 
@@ -97,9 +100,11 @@ def _strict(fn: Callable[..., Any], name: str, annotations: ToolAnnotations) -> 
     return tool
 
 
-def build_server(mem: Engram, identity: Identity | Context) -> MCPServer:
+def build_server(mem: Engram, identity: Identity | Context,
+                 gate: RecallGate | None = None) -> MCPServer:  # fmt: skip
     """An MCP server of ``mem``'s memory for ``identity`` (a ``Context`` is a fixed
-    identity, as for stdio; ``FromRequest()`` reads the HTTP endpoint's)."""
+    identity, as for stdio; ``FromRequest()`` reads the HTTP endpoint's). ``gate``
+    admits its recalls with the hosting app's own (``surfaces.gate``); None: ungated."""
     who = Fixed(identity) if isinstance(identity, Context) else identity
 
     def ctx_of(call: CallContext) -> Context:
@@ -109,7 +114,7 @@ def build_server(mem: Engram, identity: Identity | Context) -> MCPServer:
         _strict(fn, name, note)
         for name, fn, note in (
             ("remember", _remember(mem, ctx_of), _WRITE),
-            ("recall", _recall(mem, ctx_of), _READ),
+            ("recall", _gated(_recall(mem, ctx_of), gate), _READ),
             ("list", _list(mem, ctx_of), _READ),
             ("get", _get(mem, ctx_of), _READ),
             ("history", _history(mem, ctx_of), _READ),
@@ -126,6 +131,22 @@ def build_server(mem: Engram, identity: Identity | Context) -> MCPServer:
 
 
 CtxOf = Callable[[CallContext], Context]
+
+
+def _gated(tool: Callable[..., Any], gate: RecallGate | None) -> Callable[..., Any]:
+    """``tool`` admitted through ``gate``: an async tool of the same signature that waits
+    for its turn on the event loop, then runs ``tool`` on a worker thread (as the SDK
+    runs a plain tool). A refusal by the gate is a tool error like any Engram error."""
+    if gate is None:
+        return tool
+
+    @functools.wraps(tool)
+    async def admitted(**arguments: Any) -> Any:
+        with _reported():
+            async with gate.turn():
+                return await anyio.to_thread.run_sync(functools.partial(tool, **arguments))
+
+    return admitted
 
 
 def _remember(mem: Engram, ctx_of: CtxOf) -> Callable[..., Written]:

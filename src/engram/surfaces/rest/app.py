@@ -30,8 +30,8 @@ from starlette.routing import Route
 
 from engram.engram import Engram
 from engram.surfaces.dashboard import dashboard_app, redirect_to
+from engram.surfaces.gate import RecallGate
 from engram.surfaces.principal import Authenticator
-from engram.surfaces.rest.gate import RecallGate
 from engram.surfaces.rest.limits import BodyLimit
 from engram.surfaces.rest.problems import Problem, install, problems
 from engram.surfaces.rest.ratelimit import Limiter, SharedBuckets, TokenBuckets
@@ -106,10 +106,11 @@ def _gate(settings: RestSettings) -> RecallGate | None:
 
 
 def _mcp_endpoint(
-    mem: Engram, auth: Authenticator, settings: RestSettings, limiter: Limiter | None
-) -> McpEndpoint | None:
+    mem: Engram, auth: Authenticator, settings: RestSettings, limiter: Limiter | None,
+    gate: RecallGate | None,
+) -> McpEndpoint | None:  # fmt: skip
     """The MCP endpoint to mount, or None (no ``mcp_path``, or the extra is absent); it
-    spends the same per-key buckets as ``/v1``."""
+    spends the same per-key buckets as ``/v1`` and queues its recalls in the same gate."""
     if settings.mcp_path is None:
         return None
     try:
@@ -118,14 +119,15 @@ def _mcp_endpoint(
         if (exc.name or "").split(".")[0] != "mcp":
             raise
         return None
-    return http_endpoint(mem, auth, host=settings.host, limiter=limiter)
+    return http_endpoint(mem, auth, host=settings.host, limiter=limiter, gate=gate)
 
 
 def create_app(mem: Engram, auth: Authenticator, settings: RestSettings | None = None) -> FastAPI:
     """The REST API over ``mem``, authenticating callers with ``auth``."""
     chosen = settings or RestSettings()
     limiter = _limiter(chosen)
-    endpoint = _mcp_endpoint(mem, auth, chosen, limiter)
+    gate = _gate(chosen)
+    endpoint = _mcp_endpoint(mem, auth, chosen, limiter, gate)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -148,7 +150,7 @@ def create_app(mem: Engram, auth: Authenticator, settings: RestSettings | None =
     app.state.authenticator = auth
     app.state.settings = chosen
     app.state.limiter = limiter
-    app.state.recall_gate = _gate(chosen)
+    app.state.recall_gate = gate
     app.state.mcp = endpoint
     for router in ROUTERS:
         app.include_router(router)

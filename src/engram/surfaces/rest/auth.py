@@ -16,8 +16,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from engram.engram import Engram
 from engram.errors import Forbidden
+from engram.surfaces.gate import RecallGate
 from engram.surfaces.principal import Authenticator, Principal
-from engram.surfaces.rest.gate import RecallGate
 from engram.surfaces.rest.ratelimit import Limiter
 
 __all__ = [
@@ -88,7 +88,7 @@ async def current_engram(request: Request) -> Engram:
 
 
 async def recall_gate(request: Request) -> RecallGate | None:
-    """The app's recall gate (None: no limit; ``surfaces.rest.gate``)."""
+    """The app's recall gate (None: no limit; ``surfaces.gate``)."""
     gate: RecallGate | None = request.app.state.recall_gate
     return gate
 

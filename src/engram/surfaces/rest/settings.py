@@ -32,7 +32,7 @@ class RestSettings:
     None keeps them in this process (see that module).
 
     ``recall_concurrency`` is how many recalls one server process runs at once; the
-    rest wait their turn in arrival order (``surfaces.rest.gate``), and one that
+    rest wait their turn in arrival order (``surfaces.gate``), and one that
     waits ``recall_queue_seconds`` is refused with 503 and ``Retry-After``.
     ``recall_concurrency=0`` lets every recall start at once."""
 

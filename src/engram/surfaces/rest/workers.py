@@ -48,7 +48,7 @@ class WorkerSpec:
     rate_limit: float = 100.0  # each worker keeps its own buckets (surfaces.rest.ratelimit)
     rate_burst: int = 200
     rate_limit_redis: str | None = None  # the buckets every worker shares (None: per worker)
-    recall_concurrency: int = 1  # per worker (surfaces.rest.gate)
+    recall_concurrency: int = 1  # per worker (surfaces.gate)
     recall_queue_seconds: float = 10.0
 
     def export(self) -> None:
