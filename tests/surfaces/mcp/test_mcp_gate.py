@@ -8,8 +8,6 @@ and the tool still answers once the slot is free. Over real HTTP, with the SDK's
 
 from __future__ import annotations
 
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ from typing import Any
 import anyio
 import httpx
 from mcp_support import http_client, serving, structured
+from tests.surfaces.gate_support import hold_recalls, wait_until_full
 
 from engram import Context, Engram
 from engram.surfaces.rest import KeyFile, KeyRing, RestSettings, create_app
@@ -27,14 +26,7 @@ def test_mcp_recall_waits_in_the_rest_gate(tmp_path: Path) -> None:
     _, key = KeyFile(keys).create("acme")
     mem = Engram.open(f"sqlite:///{tmp_path / 'm.db'}", embedder="hashing")
     mem.remember(Context(tenant_id="acme", user_id="u1"), "The deploy target is Fly.io.")
-    go = threading.Event()
-    real = mem.recall
-
-    def slow(*args: Any, **kwargs: Any) -> Any:
-        go.wait(10)
-        return real(*args, **kwargs)
-
-    mem.recall = slow  # type: ignore[method-assign]
+    go = hold_recalls(mem)
     settings = RestSettings(recall_concurrency=1, recall_queue_seconds=0.3)
     app = create_app(mem, KeyRing(path=keys), settings)
     auth = {"Authorization": f"Bearer {key}"}
@@ -48,9 +40,7 @@ def test_mcp_recall_waits_in_the_rest_gate(tmp_path: Path) -> None:
             body = {"user_id": "u1", "query": "where do we deploy?"}
             running = pool.submit(httpx.post, f"{url}/v1/recall", headers=auth, json=body,
                                   timeout=30)  # fmt: skip
-            deadline = time.monotonic() + 10
-            while app.state.recall_gate._free and time.monotonic() < deadline:
-                time.sleep(0.005)  # the REST recall holds the only slot
+            wait_until_full(app.state.recall_gate)  # the REST recall holds the only slot
             refused = anyio.run(mcp_recall, url)
             go.set()
             assert refused.is_error

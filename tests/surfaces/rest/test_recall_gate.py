@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 from rest_support import build_app, make_keys
+from tests.surfaces.gate_support import hold_recalls, wait_until_full
 
 from engram import Context, Engram
 from engram.errors import ConfigError, Unavailable
@@ -195,14 +196,7 @@ def _blocked_app(tmp_path: Path, patience: float) -> tuple[Any, Engram, dict[str
     keys = make_keys(keys_path)
     mem = Engram.open(f"sqlite:///{tmp_path / 'm.db'}", embedder="hashing")
     mem.remember(Context(tenant_id="acme", user_id="u1"), "The deploy target is Fly.io.")
-    go = threading.Event()
-    real = mem.recall
-
-    def slow(*args: Any, **kwargs: Any) -> Any:
-        go.wait(10)
-        return real(*args, **kwargs)
-
-    mem.recall = slow  # type: ignore[method-assign]
+    go = hold_recalls(mem)
     settings = RestSettings(recall_concurrency=1, recall_queue_seconds=patience, mcp_path=None)
     return build_app(mem, keys_path, settings), mem, keys, go
 
@@ -216,9 +210,7 @@ def test_rest_answers_503_with_retry_after_when_the_queue_is_too_long(tmp_path: 
     try:
         with TestClient(app) as client, ThreadPoolExecutor(1) as pool:
             running = pool.submit(client.post, "/v1/recall", json=_BODY, headers=headers)
-            deadline = time.monotonic() + 5
-            while app.state.recall_gate._free and time.monotonic() < deadline:
-                time.sleep(0.005)  # the first recall holds the only slot
+            wait_until_full(app.state.recall_gate)  # the first recall holds the only slot
             busy = client.post("/v1/recall", json=_BODY, headers=headers)
             go.set()
             assert busy.status_code == 503
