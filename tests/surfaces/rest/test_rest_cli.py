@@ -154,3 +154,25 @@ def test_serve_with_two_workers_shares_one_store(tmp_path: Path) -> None:
     finally:
         _stop(process)
     assert process.returncode == 0
+
+
+def test_one_process_serve_runs_on_uvicorns_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``engram serve`` without ``--workers`` takes the loop uvicorn would (uvloop when
+    installed, as the worker processes do), not asyncio's default: a bare
+    ``asyncio.run`` cost every request of a one-process server the slower loop."""
+    import asyncio
+
+    import uvicorn
+    from fastapi import FastAPI
+
+    from engram.surfaces.rest.serve import run_server
+
+    uvloop = pytest.importorskip("uvloop", reason="the server extra installs uvloop on POSIX")
+    seen: list[type] = []
+
+    async def serve(self: uvicorn.Server, sockets: object = None) -> None:
+        seen.append(type(asyncio.get_running_loop()))
+
+    monkeypatch.setattr(uvicorn.Server, "serve", serve)
+    assert run_server(FastAPI(), "127.0.0.1", 0, False, lambda url: None) == 1  # never listened
+    assert seen == [uvloop.Loop]

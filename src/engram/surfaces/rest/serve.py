@@ -123,5 +123,8 @@ def run_server(app: FastAPI, host: str, port: int, access_log: bool,
     config = uvicorn.Config(app, host=host, port=port, access_log=access_log, log_level=level,
                             lifespan="on")  # fmt: skip
     server = uvicorn.Server(config)
-    asyncio.run(_serve(server, announce))
+    # uvicorn's own choice of event loop (uvloop when installed, as its workers use);
+    # a bare asyncio.run would always take the slower default loop.
+    with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:
+        runner.run(_serve(server, announce))
     return 0 if server.started else 1
