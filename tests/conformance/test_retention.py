@@ -7,6 +7,8 @@ last write, confirmation or recall.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import pytest
 from tests.conftest import OpenMem
 
@@ -73,6 +75,35 @@ def test_episodes_last_a_year_from_their_last_recall(
     assert mem.get(ctx, kept.record.id).status == Status.ACTIVE
     assert mem.get(ctx, left.record.id).status == Status.EXPIRED
     assert kept.record.id in mem.recall(ctx, "Kafka consumer rebalancing", budget=BIG).ids
+
+
+def test_recalls_close_together_renew_retention_once(
+    store_url: str, open_mem: OpenMem, clock: FrozenClock, ctx: Context
+) -> None:
+    """An access moves the expiry only when that gains more than a hundredth of the
+    period (``store.renewal``; 3.65 days of an episode's year): a recall a day after
+    the last renewal leaves it, one a week later restarts it, on every backend."""
+    mem = _mem(store_url, open_mem, clock)
+    text = "We traced the checkout latency spike to a cold connection pool."
+    written = mem.remember(ctx, text, type="episode")
+    assert written.record is not None
+    assert written.record.expires_at is not None
+    record_id, year = written.record.id, timedelta(days=365)
+
+    def recalled_at(days: float) -> datetime:
+        moment = clock.advance(days=days)
+        assert record_id in mem.recall(ctx, "checkout latency spike", budget=BIG).ids
+        mem.flush()
+        return moment
+
+    first = recalled_at(100)
+    assert mem.get(ctx, record_id).expires_at == first + year
+    recalled_at(1)  # gains a day: under the step
+    assert mem.get(ctx, record_id).expires_at == first + year
+    later = recalled_at(7)
+    record = mem.get(ctx, record_id)
+    assert record.expires_at == later + year
+    assert record.access_count == 3  # every access still counts
 
 
 def test_a_confirmation_restarts_retention(

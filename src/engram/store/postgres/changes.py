@@ -1,14 +1,21 @@
-"""Two facts about a change the PostgreSQL store applies: the tenant it writes to
+"""Facts about a change the PostgreSQL store applies: the tenant it writes to
 (``PostgresStore.apply`` asks for that tenant's writer lock before the change's
-first statement) and the check that an update met exactly one row of its tenant."""
+first statement), the check that an update met exactly one row of its tenant, and
+how a run of usage touches is sent."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
+
 from engram.errors import StoreError
 from engram.store import contract
+from engram.store.postgres import sql
+from engram.store.postgres.session import Conn
+from engram.store.rows import to_micros
 from engram.types import Record
 
-__all__ = ["one_row", "tenant_of"]
+__all__ = ["one_row", "tenant_of", "touch"]
 
 
 def one_row(changed: int, record: Record) -> None:
@@ -44,3 +51,12 @@ def tenant_of(change: contract.Change) -> str:
     if isinstance(change, (contract.Outcome, contract.Consolidated)):
         return change.subject.tenant_id
     return change.entry.tenant_id
+
+
+def touch(conn: Conn, touches: Sequence[contract.Touch]) -> None:
+    """Usage counts, in order: each run of touches with the same statement text (the
+    same predicate shape) in one ``executemany``, a single round trip in psycopg's
+    pipeline, not one per recall."""
+    queries = [sql.touch(t.vis, t.ids, to_micros(t.at) or 0) for t in touches if t.ids]
+    for text, group in itertools.groupby(queries, key=lambda query: query[0]):
+        conn.cursor().executemany(text, [params for _, params in group])

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engram.config import RETENTION_PERIODS
 from engram.store.dialect import POSTGRES
 from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
+from engram.store.renewal import access_renewal
 from engram.store.rows import COLUMNS
 
 __all__ = [
@@ -75,19 +75,6 @@ def by_ids(vis: Visibility, ids: Sequence[str]) -> Query:
     """Visible records among ``ids`` (order not preserved)."""
     cond, params = _cond(vis)
     return f"{SELECT} WHERE r.id = ANY(%(ids)s::text[]) AND {cond}", {**params, "ids": list(ids)}
-
-
-def _renewal() -> str:
-    """``commit.renewed_expiry`` in SQL: an access at ``%(now)s`` restarts the
-    retention period (never shortens it; permanent stays NULL)."""
-    arms = " ".join(
-        f"WHEN '{retention.value}' THEN {int(period.total_seconds() * 1_000_000)}"
-        for retention, period in RETENTION_PERIODS.items() if period is not None
-    )  # fmt: skip
-    return (
-        "CASE WHEN r.expires_at IS NULL THEN NULL"
-        f" ELSE greatest(r.expires_at, %(now)s + CASE r.retention {arms} ELSE 0 END) END"
-    )
 
 
 # A record's status as callers see it at %(now)s: active or disputed past its
@@ -260,12 +247,16 @@ def slot_by_hash(slot: OwnerSlot, content_hash: str, statuses: Sequence[str]) ->
     return sql, {**params, "hash": content_hash, "statuses": list(statuses)}
 
 
+_RENEWAL = access_renewal(POSTGRES, "r.")
+
+
 def touch(vis: Visibility, ids: Sequence[str], now_us: int) -> Query:
-    """Count one access of each visible record among ``ids`` and renew its retention."""
+    """Count one access of each visible record among ``ids`` and renew its retention
+    (``store.renewal``: recalls close together renew once)."""
     cond, params = _cond(vis)
     sql = (
         "UPDATE records AS r SET access_count = r.access_count + 1, last_accessed_at = %(now)s,"
-        f" expires_at = {_renewal()} WHERE r.id = ANY(%(ids)s::text[]) AND {cond}"
+        f" expires_at = {_RENEWAL} WHERE r.id = ANY(%(ids)s::text[]) AND {cond}"
     )
     return sql, {**params, "ids": list(ids), "now": now_us}
 

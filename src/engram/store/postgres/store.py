@@ -31,7 +31,7 @@ from engram.store.dialect import POSTGRES
 from engram.store.lexical import terms
 from engram.store.postgres import lifecycle_sql, slot_batch, sql, vectors
 from engram.store.postgres.admin import update_query
-from engram.store.postgres.changes import one_row, tenant_of
+from engram.store.postgres.changes import one_row, tenant_of, touch
 from engram.store.postgres.config import PostgresConfig
 from engram.store.postgres.connect import connect, libpq_url, migrate, open_pool, text_config
 from engram.store.postgres.errors import Server
@@ -274,17 +274,27 @@ class PostgresStore(Shares, Lifecycle):
                 return self._apply_all(conn, changes)
 
     def _apply_all(self, conn: Conn, changes: Sequence[contract.Change]) -> contract.Applied:
-        """Every change in order on ``conn``; consecutive inserts as one batch."""
+        """Every change in order on ``conn``; consecutive inserts as one batch, and
+        consecutive touches (a usage flush) sent together."""
         applied = contract.Applied()
         run: list[contract.Insert] = []
+        touches: list[contract.Touch] = []
         for change in changes:
             if isinstance(change, contract.Insert):
+                touch(conn, touches)
+                touches = []
                 run.append(change)
                 continue
             self._insert(conn, run)
             run = []
+            if isinstance(change, contract.Touch):
+                touches.append(change)
+                continue
+            touch(conn, touches)
+            touches = []
             self._change(conn, change, applied)
         self._insert(conn, run)
+        touch(conn, touches)
         return applied
 
     def _change(self, conn: Conn, change: contract.Change, applied: contract.Applied) -> None:
@@ -304,9 +314,6 @@ class PostgresStore(Shares, Lifecycle):
             if change.ids:
                 query = sql.unlink_contests(change.tenant, change.ids, to_micros(change.at) or 0)
                 applied.unlinked += conn.execute(*query).rowcount
-        elif isinstance(change, contract.Touch):
-            if change.ids:
-                conn.execute(*sql.touch(change.vis, change.ids, to_micros(change.at) or 0))
         elif isinstance(change, contract.Audit):
             applied.audit_ids.append(self.append_audit(conn, change.entry))
         elif isinstance(change, contract.PutGrants):

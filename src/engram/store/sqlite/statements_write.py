@@ -10,8 +10,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from engram.config import RETENTION_PERIODS
+from engram.store.dialect import SQLITE
 from engram.store.predicate import Tenant, Visibility
+from engram.store.renewal import access_renewal
 from engram.store.rows import COLUMNS
 
 __all__ = [
@@ -72,25 +73,12 @@ def unlink_contests(tenant: Tenant, ids: Sequence[str], now_us: int) -> Query:
     return sql, {**params, "ids": json.dumps(list(ids)), "now": now_us}
 
 
-def _renewal() -> str:
-    """SQL for ``commit.renewed_expiry`` over ``records``: an access at ``:now``
-    restarts the retention period (never shortens it; permanent stays NULL)."""
-    arms = " ".join(
-        f"WHEN '{retention.value}' THEN {int(period.total_seconds() * 1_000_000)}"
-        for retention, period in RETENTION_PERIODS.items() if period is not None
-    )  # fmt: skip
-    return (
-        "CASE WHEN expires_at IS NULL THEN NULL"
-        f" ELSE max(expires_at, :now + CASE retention {arms} ELSE 0 END) END"
-    )
-
-
-RENEWED_EXPIRY = _renewal()
+RENEWED_EXPIRY = access_renewal(SQLITE)  # ``store.renewal``: coalesced within 1 % of the period
 
 
 def touch(vis: Visibility) -> tuple[str, dict[str, Any]]:
     """Count one access of each visible record among ``:ids`` at ``:now`` and restart
-    its retention period (retention counts from the last access). The text depends
+    its retention period (``store.renewal``: recalls close together renew once). The text depends
     only on the predicate's shape, so a flush runs it once per shape for every touch."""
     cond, params = vis.sql()
     sql = (
