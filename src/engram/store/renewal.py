@@ -9,9 +9,10 @@ Why coalesce. ``expires_at`` is indexed (the sweep finds due records by it), so
 on PostgreSQL an update that changes it cannot be a heap-only (HOT) update: the
 new row version gets an entry in every index of ``records``, the HNSW graph of
 its vector and the GIN index of its text included. Usage flushes touch a few
-records per recall, and every one of those re-insertions cost about 0.6 ms at
-2,000 records (a flush of 40 recalls: 150-195 ms, holding the tenant's writer
-lock, so a ``remember`` behind it waited as long). Confirmations (a write) keep
+records per recall, and those re-insertions made a flush of 40 recalls take
+about 225 ms at 2,000 records (``docs/evaluation.md``, "Usage flushes on
+PostgreSQL"), holding the tenant's writer lock, so a ``remember`` behind it
+waited as long. Confirmations (a write) keep
 the exact renewal of ``commit.renewed_expiry``.
 """
 

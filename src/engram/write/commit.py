@@ -156,8 +156,9 @@ def _links(decision: Decision, new: Record | None, now: datetime) -> list[Change
 
 
 def renewed_expiry(record: Record, now: datetime) -> datetime | None:
-    """When ``record`` expires if it is confirmed or recalled at ``now``: retention
-    counts from the last confirmation or access, never shortened."""
+    """When ``record`` expires if it is confirmed at ``now``: retention counts from
+    the last confirmation or access, never shortened (an access renews in steps,
+    in storage: ``store.renewal``)."""
     period = RETENTION_PERIODS[record.retention]
     if record.expires_at is None or period is None:
         return record.expires_at

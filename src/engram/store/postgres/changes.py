@@ -59,4 +59,5 @@ def touch(conn: Conn, touches: Sequence[contract.Touch]) -> None:
     pipeline, not one per recall."""
     queries = [sql.touch(t.vis, t.ids, to_micros(t.at) or 0) for t in touches if t.ids]
     for text, group in itertools.groupby(queries, key=lambda query: query[0]):
-        conn.cursor().executemany(text, [params for _, params in group])
+        with conn.cursor() as cur:
+            cur.executemany(text, [params for _, params in group])

@@ -17,10 +17,10 @@ hash inside that same lock.
 
 from __future__ import annotations
 
+import itertools
 import json
 import secrets
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -187,17 +187,15 @@ class Writes(Shares):
             raise StoreError(f"no record {record.id!r} in tenant {record.tenant_id!r} to update")
 
     def _touch(self, touches: Sequence[Touch]) -> None:
-        """Count one access of each visible record of each touch: one prepared
-        statement per predicate shape, run for every touch (a background flush
-        writes a second's recalls at once, so it holds the GIL briefly)."""
-        batches: dict[str, list[dict[str, Any]]] = {}
-        for touch in touches:
-            text, params = sql.touch(touch.vis)
-            batches.setdefault(text, []).append(
-                {**params, "ids": json.dumps(list(touch.ids)), "now": to_micros(touch.at)}
-            )
-        for text, rows in batches.items():
-            self._run_many(text, rows)
+        """Count one access of each visible record of each touch, in order: each run
+        of touches with the same predicate shape in one prepared statement (a
+        background flush writes a second's recalls at once, so it holds the GIL
+        briefly). Order matters: an access renews retention only past a step
+        (``store.renewal``) and sets ``last_accessed_at``, as on PostgreSQL."""
+        rows = [(sql.touch(t.vis), t) for t in touches]
+        for text, run in itertools.groupby(rows, key=lambda row: row[0][0]):
+            self._run_many(text, [{**params, "ids": json.dumps(list(t.ids)),
+                                   "now": to_micros(t.at)} for (_, params), t in run])  # fmt: skip
 
     # -- vector model, meta, audit (write side) ------------------------------------
 
