@@ -190,6 +190,9 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         default=None,
         help="engram serve --recall-concurrency (default: the server's)",
     )
+    parser.add_argument("--gc-rescan-seconds", type=float, default=None,
+                        help="engram serve --gc-rescan-seconds (default: the server's; 0: "
+                        "Python's own garbage collection)")  # fmt: skip
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/13",
                         help="PostgreSQL runs: working memory (flushed first)")  # fmt: skip
     parser.add_argument("--keep", action="store_true",
@@ -242,8 +245,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with temp_dir("engram-load-") as scratch, _store(args, corpus, scratch) as served:
         payload["build_seconds"] = served.build_seconds
         payload["postgres_server"] = served.pg_settings
+        gc = [] if args.gc_rescan_seconds is None else ["--gc-rescan-seconds",
+                                                        str(args.gc_rescan_seconds)]  # fmt: skip
         with server(
-            served.path, args.workers, served.db, served.working, args.recall_concurrency
+            served.path, args.workers, served.db, served.working, args.recall_concurrency, gc
         ) as (url, key, pid):
             time.sleep(1.0 if args.workers > 1 else 0.0)  # every worker has its app
             payload["rss_start_mb"] = round(Family(pid).rss_mb(), 1)

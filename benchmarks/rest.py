@@ -97,11 +97,13 @@ def server(
     db: str | None = None,
     working: str | None = None,
     recall_concurrency: int | None = None,
+    extra: Sequence[str] = (),
 ) -> Iterator[tuple[str, str, int]]:
     """``engram serve`` on the SQLite file ``path`` (or on the store URL ``db``, the key
     file still beside ``path``) in a child process, working memory at ``working``
     (None: the default beside SQLite), ``--recall-concurrency`` (None: the server's
-    default): its base URL, an API key and its process id."""
+    default), ``extra`` more options of ``engram serve``: its base URL, an API key and
+    its process id."""
     keys = path.with_name(path.name + "-bench-keys.json")
     keys.unlink(missing_ok=True)
     _, key = KeyFile(keys).create(TENANT)
@@ -125,6 +127,7 @@ def server(
         "--rate-limit",  # one key makes every call: measure the server, not the limit
         "0",
         *([] if recall_concurrency is None else ["--recall-concurrency", str(recall_concurrency)]),
+        *extra,
     ]
     child = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env

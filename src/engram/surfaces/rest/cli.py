@@ -3,7 +3,7 @@
 engram serve [--host 127.0.0.1] [--port 8000] [--db URL] [--working URL] [--keys FILE]
              [--embedder NAME] [--tenant default] [--max-body-bytes N] [--workers N]
              [--rate-limit PER_SECOND] [--rate-burst N] [--recall-concurrency N]
-             [--recall-queue-seconds S] [--access-log]
+             [--recall-queue-seconds S] [--gc-rescan-seconds S] [--access-log]
 engram keys create --tenant T [--admin] [--users u1,u2] [--agents a1] [--note TEXT]
 engram keys list [--json]
 engram keys revoke KEY_ID
@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from engram.errors import ConfigError, EngramError
+from engram.surfaces import collector
+from engram.surfaces.collector import DEFAULT_RESCAN_SECONDS
 from engram.surfaces.errors import outcome_for
 from engram.surfaces.rest.keys import ENV_KEYS, ENV_KEYS_FILE, KeyFile, KeyRing
 from engram.surfaces.rest.serve import (
@@ -87,6 +89,7 @@ def _serve(args: argparse.Namespace) -> int:
                             rate_limit=args.rate_limit, rate_burst=args.rate_burst,
                             recall_concurrency=args.recall_concurrency,
                             recall_queue_seconds=args.recall_queue_seconds)  # fmt: skip
+    collector.checked(args.gc_rescan_seconds)  # before the store opens
     keys_path = None if os.environ.get(ENV_KEYS) is not None else _keys_path(args)
     ring = KeyRing.from_environment(keys_path)
     embedder = args.rest_embedder or getattr(args, "embedder", None) or "local"
@@ -110,10 +113,12 @@ def _serve(args: argparse.Namespace) -> int:
         shared = args.working if (args.working or "").startswith("redis") else None
         spec = WorkerSpec(_db(args), args.working, embedder, keys, args.max_body_bytes,
                           args.host, args.rate_limit, args.rate_burst, shared,
-                          args.recall_concurrency, args.recall_queue_seconds)  # fmt: skip
+                          args.recall_concurrency, args.recall_queue_seconds,
+                          args.gc_rescan_seconds)  # fmt: skip
         return run_workers(spec, args.host, args.port, args.workers, args.access_log, announce)
     try:
-        return run_server(app, args.host, args.port, args.access_log, announce)
+        return run_server(app, args.host, args.port, args.access_log, announce,
+                          args.gc_rescan_seconds)  # fmt: skip
     finally:
         mem.close()
 
@@ -200,6 +205,11 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument("--recall-queue-seconds", type=float, default=10.0, metavar="S",
                        help="how long a recall may wait for its turn before it is refused "
                        "503 with Retry-After (default 10)")  # fmt: skip
+    serve.add_argument("--gc-rescan-seconds", type=float, default=DEFAULT_RESCAN_SECONDS,
+                       metavar="S", help="each server process freezes what survives a full "
+                       "garbage collection, so later ones scan only new objects; one scans "
+                       "everything when the frozen objects grew by a quarter or S seconds "
+                       "passed (default 600; 0: Python's own collection)")  # fmt: skip
     serve.add_argument("--workers", type=int, default=1,
                        help="server processes sharing the socket (default 1; more use more "
                        "cores, each holds its own indexes in memory)")  # fmt: skip

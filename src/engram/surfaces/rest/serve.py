@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from engram.errors import ConfigError
 from engram.store.url import scheme_of, sqlite_path
+from engram.surfaces import collector
+from engram.surfaces.collector import DEFAULT_RESCAN_SECONDS
 from engram.surfaces.rest.keys import ENV_KEYS, ENV_KEYS_FILE, KeyFile, KeyRing
 
 if TYPE_CHECKING:
@@ -111,8 +113,10 @@ def listening_url(address: tuple[str, int] | Any) -> str:
 
 
 def run_server(app: FastAPI, host: str, port: int, access_log: bool,
-               announce: Callable[[str], None]) -> int:  # fmt: skip
-    """Serve ``app`` until interrupted; the exit status."""
+               announce: Callable[[str], None],
+               gc_rescan_seconds: float = DEFAULT_RESCAN_SECONDS) -> int:  # fmt: skip
+    """Serve ``app`` until interrupted; the exit status. While it serves, full garbage
+    collections skip what survived the last one (``surfaces.collector``)."""
     try:
         import uvicorn
     except ImportError:
@@ -123,8 +127,12 @@ def run_server(app: FastAPI, host: str, port: int, access_log: bool,
     config = uvicorn.Config(app, host=host, port=port, access_log=access_log, log_level=level,
                             lifespan="on")  # fmt: skip
     server = uvicorn.Server(config)
-    # uvicorn's own choice of event loop (uvloop when installed, as its workers use);
-    # a bare asyncio.run would always take the slower default loop.
-    with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:
-        runner.run(_serve(server, announce))
+    uninstall = collector.install(gc_rescan_seconds)
+    try:
+        # uvicorn's own choice of event loop (uvloop when installed, as its workers use);
+        # a bare asyncio.run would always take the slower default loop.
+        with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:
+            runner.run(_serve(server, announce))
+    finally:
+        uninstall()
     return 0 if server.started else 1

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engram.surfaces import collector
+from engram.surfaces.collector import DEFAULT_RESCAN_SECONDS
 from engram.surfaces.rest.keys import KeyRing
 from engram.surfaces.rest.serve import listening_url
 from engram.surfaces.rest.settings import RestSettings
@@ -30,7 +32,7 @@ __all__ = ["WorkerSpec", "run_workers", "worker_app"]
 _PREFIX = "ENGRAM_SERVE_"
 _FIELDS = ("db", "working", "embedder", "keys", "max_body_bytes", "host", "rate_limit",
            "rate_burst", "rate_limit_redis", "recall_concurrency",
-           "recall_queue_seconds")  # fmt: skip
+           "recall_queue_seconds", "gc_rescan_seconds")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +52,7 @@ class WorkerSpec:
     rate_limit_redis: str | None = None  # the buckets every worker shares (None: per worker)
     recall_concurrency: int = 1  # per worker (surfaces.gate)
     recall_queue_seconds: float = 10.0
+    gc_rescan_seconds: float = DEFAULT_RESCAN_SECONDS  # surfaces.collector (0: Python's own)
 
     def export(self) -> None:
         """Put this spec in the environment the workers inherit."""
@@ -65,7 +68,8 @@ class WorkerSpec:
                    int(read["max_body_bytes"]), read["host"], float(read["rate_limit"]),
                    int(read["rate_burst"]), read["rate_limit_redis"] or None,
                    int(read["recall_concurrency"]),
-                   float(read["recall_queue_seconds"]))  # fmt: skip
+                   float(read["recall_queue_seconds"]),
+                   float(read["gc_rescan_seconds"]))  # fmt: skip
 
 
 def worker_app() -> FastAPI:
@@ -81,7 +85,9 @@ def worker_app() -> FastAPI:
                             rate_limit_redis=spec.rate_limit_redis,
                             recall_concurrency=spec.recall_concurrency,
                             recall_queue_seconds=spec.recall_queue_seconds)  # fmt: skip
-    return create_app(mem, KeyRing.from_environment(spec.keys), settings)
+    app = create_app(mem, KeyRing.from_environment(spec.keys), settings)
+    collector.install(spec.gc_rescan_seconds)  # after the store and the app exist
+    return app
 
 
 def run_workers(spec: WorkerSpec, host: str, port: int, workers: int, access_log: bool,
