@@ -166,9 +166,8 @@ def test_the_worker_spec_carries_the_rate_limit(monkeypatch: pytest.MonkeyPatch)
 
     spec = WorkerSpec("sqlite:///x.db", "redis://127.0.0.1:1/0", "hashing", None, 4096,
                       "127.0.0.1", 7.5, 11, "redis://127.0.0.1:1/0")  # fmt: skip
-    for name in ("DB", "WORKING", "EMBEDDER", "KEYS", "MAX_BODY_BYTES", "HOST", "RATE_LIMIT",
-                 "RATE_BURST", "RATE_LIMIT_REDIS"):  # fmt: skip
-        monkeypatch.setenv(f"ENGRAM_SERVE_{name}", "")  # undone (deleted) after the test
+    for name in WorkerSpec.__dataclass_fields__:
+        monkeypatch.setenv(f"ENGRAM_SERVE_{name.upper()}", "")  # undone after the test
     spec.export()
     assert WorkerSpec.imported() == spec
 

@@ -179,11 +179,8 @@ def test_bad_queue_seconds_is_a_config_error(wait: object) -> None:
 def test_workers_carry_the_gate(monkeypatch: pytest.MonkeyPatch) -> None:
     spec = WorkerSpec("sqlite:///x.db", None, "hashing", None, 1 << 20, recall_concurrency=4,
                       recall_queue_seconds=2.5)  # fmt: skip
-    for name in ("DB", "WORKING", "EMBEDDER", "KEYS", "MAX_BODY_BYTES", "HOST", "RATE_LIMIT",
-                 "RATE_BURST", "RATE_LIMIT_REDIS", "RECALL_CONCURRENCY",
-                 "RECALL_QUEUE_SECONDS"):  # fmt: skip
-        monkeypatch.delenv(f"ENGRAM_SERVE_{name}", raising=False)
-        monkeypatch.setenv(f"ENGRAM_SERVE_{name}", "")  # restored after the test
+    for name in WorkerSpec.__dataclass_fields__:
+        monkeypatch.setenv(f"ENGRAM_SERVE_{name.upper()}", "")  # restored after the test
     spec.export()
     read = WorkerSpec.imported()
     assert (read.recall_concurrency, read.recall_queue_seconds) == (4, 2.5)
