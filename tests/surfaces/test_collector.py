@@ -2,13 +2,15 @@
 
 Each test runs with automatic collection off (only its own ``gc.collect`` calls
 run, so the sequence is exact) and leaves the interpreter's collector as it found
-it: no policy among ``gc.callbacks``, nothing frozen.
+it: no policy among ``gc.callbacks``, nothing frozen. On Python 3.14 and later the
+policy is never installed (an incremental collector), so the module is skipped there.
 """
 
 from __future__ import annotations
 
 import gc
 import json
+import sys
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -17,7 +19,11 @@ import pytest
 
 from engram.errors import ConfigError
 from engram.surfaces import collector
-from engram.surfaces.collector import FreezePolicy
+from engram.surfaces.collector import GROWTH_CHECK_SECONDS, FreezePolicy
+
+pytestmark = pytest.mark.skipif(
+    sys.version_info >= (3, 14), reason="Python 3.14's incremental collector gets no policy"
+)
 
 
 class Clock:
@@ -36,7 +42,8 @@ class Node:
 
 
 @pytest.fixture(autouse=True)
-def clean_collector() -> Iterator[None]:
+def clean_collector(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(collector, "_FREE_THREADED", False)  # the mechanism, on any build
     before, enabled, frozen = list(gc.callbacks), gc.isenabled(), gc.get_freeze_count()
     gc.unfreeze()
     gc.disable()
@@ -109,15 +116,56 @@ def test_a_quarter_more_frozen_objects_brings_the_rescan_forward() -> None:
     """Garbage that waits in the frozen set stays under a quarter of what is alive:
     past that growth the next full collection scans everything, hours early."""
     gc.freeze()
-    policy, _ = _policy(rescan=3600.0)  # its baseline: what is frozen now
+    policy, clock = _policy(rescan=3600.0)  # its baseline: what is frozen now
     baseline = gc.get_freeze_count()
     cycles = [_cycle() for _ in range(baseline)]  # twice as many objects again: due
     gc.freeze()  # as if they had survived a full collection, then become garbage
+    gc.collect()
+    assert gc.get_freeze_count() > 0  # counted at most every GROWTH_CHECK_SECONDS
+    clock.now += GROWTH_CHECK_SECONDS
     gc.collect()
     assert gc.get_freeze_count() == 0  # unfrozen for the rescan
     gc.collect()
     assert all(ref() is None for ref in cycles)
     assert policy.rescans == 1
+
+
+def _grow_frozen_by(share: float) -> list[Node]:
+    """New live objects, ``share`` of what is frozen now in number, frozen too."""
+    kept = [Node() for _ in range(int(gc.get_freeze_count() * share))]
+    gc.freeze()
+    return kept
+
+
+def test_growth_under_a_quarter_is_not_due_and_over_it_is() -> None:
+    gc.freeze()
+    _, clock = _policy(rescan=3600.0)
+    kept = _grow_frozen_by(0.2)
+    clock.now += GROWTH_CHECK_SECONDS
+    gc.collect()
+    assert gc.get_freeze_count() > 0  # 20 %: frozen again, no rescan
+    kept += _grow_frozen_by(0.15)  # 1.2 x 1.15 = 1.38 of the baseline
+    clock.now += GROWTH_CHECK_SECONDS
+    gc.collect()
+    assert gc.get_freeze_count() == 0  # due: unfrozen for the full scan
+    assert kept
+
+
+def test_after_a_full_scan_the_next_collections_freeze_again() -> None:
+    """The rescan resets both triggers: no full scan every other collection."""
+    gc.freeze()
+    policy, clock = _policy(rescan=60.0)
+    kept = _grow_frozen_by(0.5)  # alive: part of the new baseline
+    clock.now += 61
+    gc.collect()  # due (time and growth): unfreezes
+    gc.collect()  # the full scan; the new baseline is everything alive
+    assert policy.rescans == 1
+    for _ in range(3):
+        clock.now += GROWTH_CHECK_SECONDS
+        gc.collect()
+        assert gc.get_freeze_count() > 0
+    assert (policy.rescans, policy.freezes) == (1, 4)
+    assert kept
 
 
 def test_install_freezes_at_once_and_uninstall_undoes_it() -> None:
@@ -145,7 +193,7 @@ def test_pythons_incremental_collector_is_left_alone(monkeypatch: pytest.MonkeyP
     assert not any(isinstance(cb, FreezePolicy) for cb in gc.callbacks)
 
 
-@pytest.mark.parametrize("seconds", [-1.0, float("nan"), float("inf"), True, "600"])
+@pytest.mark.parametrize("seconds", [-1.0, float("nan"), float("inf"), 10**400, True, "600"])
 def test_a_bad_rescan_interval_is_a_config_error(seconds: object) -> None:
     with pytest.raises(ConfigError, match="gc rescan seconds"):
         collector.install(seconds)  # type: ignore[arg-type]

@@ -13,13 +13,16 @@ A server owns its process, so after each full collection it freezes the survivor
 object whose last reference goes is still freed at once (reference counting is
 unaffected); only a reference cycle among frozen objects would wait. So the policy
 unfreezes, and the next full collection scans everything, once the frozen objects
-have grown by a quarter since the last such scan (Python's own rule for when a full
-collection is due) or ``rescan_seconds`` have passed: garbage waiting in the frozen
-set stays under a quarter of what is alive.
+have grown by a quarter in number since the last such scan (Python's own rule for
+when a full collection is due) or ``rescan_seconds`` have passed: cyclic garbage
+waits at most that long and, counted in objects, comes to about a quarter of what
+was frozen at the last full scan. Counting the frozen set walks it, so the growth
+is checked at most every ``GROWTH_CHECK_SECONDS``, not at every collection.
 
 The SDK never does this on its own: an embedding application's objects are its
 own, and freezing them could keep its cycles alive. Python 3.14's incremental
-collector already bounds its pauses, so there ``install`` leaves it alone.
+collector already bounds its pauses, and a free-threaded build marks every object
+to freeze it, so on those ``install`` leaves the collector alone.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from __future__ import annotations
 import gc
 import math
 import sys
+import sysconfig
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,16 +42,22 @@ __all__ = ["DEFAULT_RESCAN_SECONDS", "FreezePolicy", "checked", "install"]
 
 DEFAULT_RESCAN_SECONDS = 600.0
 GROWTH = 1.25  # frozen objects past this multiple of the last full scan's: scan again
+GROWTH_CHECK_SECONDS = 10.0  # gc.get_freeze_count walks the frozen set: not every time
 _INCREMENTAL = sys.version_info >= (3, 14)  # its collector works in small increments
+_FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
 
 def checked(rescan_seconds: float) -> float:
     """``rescan_seconds`` when it is a finite number of seconds >= 0 (0: no policy)."""
     if isinstance(rescan_seconds, bool) or not isinstance(rescan_seconds, (int, float)):
         raise ConfigError(f"gc rescan seconds must be a number, not {rescan_seconds!r}")
-    if not math.isfinite(rescan_seconds) or rescan_seconds < 0:
+    try:
+        seconds = float(rescan_seconds)
+    except OverflowError:
+        seconds = math.inf
+    if not math.isfinite(seconds) or seconds < 0:
         raise ConfigError(f"gc rescan seconds must be finite and >= 0, not {rescan_seconds}")
-    return float(rescan_seconds)
+    return seconds
 
 
 @dataclass(eq=False)  # compared by identity: gc.callbacks.remove finds this one
@@ -60,11 +70,12 @@ class FreezePolicy:
     rescans: int = 0  # full collections that scanned everything
     freezes: int = 0
     _rescanned_at: float = field(default=0.0, init=False)
+    _checked_at: float = field(default=0.0, init=False)  # the last count of the frozen set
     _baseline: int = field(default=0, init=False)  # frozen after the last full scan
     _unfrozen: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
-        self._rescanned_at = self.clock()
+        self._rescanned_at = self._checked_at = self.clock()
         self._baseline = gc.get_freeze_count()
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
@@ -73,10 +84,10 @@ class FreezePolicy:
             return
         if self._unfrozen:  # this collection has just scanned everything
             self._unfrozen = False
-            self._rescanned_at = self.clock()
+            self._rescanned_at = self._checked_at = self.clock()
             self.rescans += 1
             gc.freeze()
-            self._baseline = gc.get_freeze_count()
+            self._baseline = gc.get_freeze_count()  # a walk, but only after a full scan
         elif self._due():
             gc.unfreeze()  # the next full collection sees every object again
             self._unfrozen = True
@@ -86,19 +97,24 @@ class FreezePolicy:
         self.freezes += 1
 
     def _due(self) -> bool:
-        grown = gc.get_freeze_count() > self._baseline * GROWTH
-        return grown or self.clock() - self._rescanned_at >= self.rescan_seconds
+        now = self.clock()
+        if now - self._rescanned_at >= self.rescan_seconds:
+            return True
+        if now - self._checked_at < GROWTH_CHECK_SECONDS:
+            return False
+        self._checked_at = now
+        return gc.get_freeze_count() > self._baseline * GROWTH
 
 
 def install(rescan_seconds: float = DEFAULT_RESCAN_SECONDS) -> Callable[[], None]:
     """Collect once, freeze what survives (modules, the app, the open store), and keep
     freezing after every full collection; returns the function that undoes it (the
     callback removed, every object unfrozen). Installs nothing when
-    ``rescan_seconds`` is 0, when a policy is already installed in this process, or
-    on Python 3.14 and later."""
+    ``rescan_seconds`` is 0, when a policy is already installed in this process, on
+    Python 3.14 and later, or on a free-threaded build."""
     seconds = checked(rescan_seconds)
     installed = any(isinstance(cb, FreezePolicy) for cb in gc.callbacks)
-    if seconds == 0 or installed or _INCREMENTAL:
+    if seconds == 0 or installed or _INCREMENTAL or _FREE_THREADED:
         return lambda: None
     gc.collect()
     gc.freeze()

@@ -209,7 +209,8 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        metavar="S", help="each server process freezes what survives a full "
                        "garbage collection, so later ones scan only new objects; one scans "
                        "everything when the frozen objects grew by a quarter or S seconds "
-                       "passed (default 600; 0: Python's own collection)")  # fmt: skip
+                       "passed (default 600; 0: Python's own collection; nothing on Python "
+                       "3.14+, whose collector is incremental)")  # fmt: skip
     serve.add_argument("--workers", type=int, default=1,
                        help="server processes sharing the socket (default 1; more use more "
                        "cores, each holds its own indexes in memory)")  # fmt: skip
