@@ -190,7 +190,9 @@ class Client:
         return answer
 
 
-def latency_phase(path: Path, queries: Sequence[str], warmup: int) -> dict[str, Any]:
+def latency_phase(
+    path: Path, queries: Sequence[str], warmup: int, serve: Sequence[str] = ()
+) -> dict[str, Any]:
     """SDK and REST recall of the same queries, alternating which runs first. Wall
     times, and CPU time per call: the SDK's (this process during its calls), the
     server's (its process over the run; it idles during the SDK calls) and the
@@ -202,7 +204,7 @@ def latency_phase(path: Path, queries: Sequence[str], warmup: int) -> dict[str, 
     cpu = {"sdk": 0.0, "client": 0.0, "server": 0.0}
     statuses: dict[str, int] = {}
     try:
-        with server(path) as (url, key, pid):
+        with server(path, extra=serve) as (url, key, pid):
             client = Client(url, key)
             for query in queries[:warmup]:
                 mem.recall(ctx, query)
@@ -270,12 +272,17 @@ def _http_rate(url: str, key: str, queries: Sequence[str], clients: int, seconds
 
 
 def http_rates(
-    path: Path, queries: Sequence[str], levels: Sequence[int], seconds: float, workers: int
+    path: Path,
+    queries: Sequence[str],
+    levels: Sequence[int],
+    seconds: float,
+    workers: int,
+    serve: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Recalls per second over HTTP per number of clients, with ``workers`` processes
     (each warmed by a few seconds of untimed load first), and server CPU per recall."""
     rows = []
-    with server(path, workers) as (url, key, pid):
+    with server(path, workers, extra=serve) as (url, key, pid):
         _http_rate(url, key, queries, max(levels), min(seconds, 3.0))
         for level in levels:
             tick, served = time.perf_counter(), cpu_seconds(pid)
@@ -322,12 +329,13 @@ def throughput_phase(
     levels: Sequence[int],
     seconds: float,
     worker_counts: Sequence[int],
+    serve: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """HTTP rates for each worker count against the SDK's rate at the same concurrency."""
     rows = [
         row
         for workers in worker_counts
-        for row in http_rates(path, queries, levels, seconds, workers)
+        for row in http_rates(path, queries, levels, seconds, workers, serve)
     ]
     sdk = sdk_rates(path, queries, levels, seconds)
     for row in rows:
@@ -343,32 +351,15 @@ def _http_stack() -> dict[str, bool]:
     return {name: importlib.util.find_spec(name) is not None for name in ("httptools", "uvloop")}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run both phases, print tables, write the results file."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("--latency-size", type=int, default=100_000)
-    parser.add_argument("--throughput-size", type=int, default=10_000)
-    parser.add_argument("--queries", type=int, default=400)
-    parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 8])
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--seconds", type=float, default=15.0)
-    parser.add_argument("--store-dir", type=Path, default=Path("/tmp/engram-bench-rest"))
-    parser.add_argument("--quick", action="store_true", help="10K / 2K, fewer queries")
-    args = parser.parse_args(argv)
-    if args.quick:
-        args.latency_size, args.throughput_size, args.queries, args.seconds = 10_000, 2_000, 100, 4
-    corpus = Corpus()
-    payload: dict[str, Any] = {"machine": machine(sys.argv), "builds": {}}
-    payload["machine"]["http"] = _http_stack()
-    queries = {
-        size: [q.text for q in corpus.queries(args.queries, range(size))]
-        for size in {args.latency_size, args.throughput_size}
-    }
-    paths = {}
-    for size in sorted(queries):
-        paths[size], built = build_store(args.store_dir, size, corpus)
-        payload["builds"][size] = {"seconds": built, "reused": built is None}
-    latency = latency_phase(paths[args.latency_size], queries[args.latency_size], warmup=20)
+def _latency(
+    args: argparse.Namespace,
+    paths: dict[int, Path],
+    queries: dict[int, list[str]],
+    payload: dict[str, Any],
+    serve: Sequence[str],
+) -> None:
+    """The latency phase: run, print, and put in ``payload``."""
+    latency = latency_phase(paths[args.latency_size], queries[args.latency_size], 20, serve)
     latency["records"] = args.latency_size
     latency["p95_difference_ms"] = round(latency["rest"]["p95_ms"] - latency["sdk"]["p95_ms"], 3)
     latency["p95_ratio"] = ratio(latency["rest"]["p95_ms"], latency["sdk"]["p95_ms"])
@@ -385,12 +376,50 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"REST p95 - SDK p95 = {latency['p95_difference_ms']} ms (target <= 3), "
         f"ratio {latency['p95_ratio']}; CPU ms per recall {latency['cpu_ms_per_recall']}"
     )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run both phases, print tables, write the results file."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--latency-size", type=int, default=100_000)
+    parser.add_argument("--throughput-size", type=int, default=10_000)
+    parser.add_argument("--queries", type=int, default=400)
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 8])
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--store-dir", type=Path, default=Path("/tmp/engram-bench-rest"))
+    parser.add_argument("--quick", action="store_true", help="10K / 2K, fewer queries")
+    parser.add_argument("--gc-rescan-seconds", type=float, default=None,
+                        help="engram serve --gc-rescan-seconds (default: the server's, 600; "
+                        "0: Python's own garbage collection)")  # fmt: skip
+    parser.add_argument("--skip-latency", action="store_true", help="throughput phase only")
+    parser.add_argument("--results", type=Path, help="results file (default: results/rest.json)")
+    args = parser.parse_args(argv)
+    serve = [] if args.gc_rescan_seconds is None else ["--gc-rescan-seconds",
+                                                       str(args.gc_rescan_seconds)]  # fmt: skip
+    if args.quick:
+        args.latency_size, args.throughput_size, args.queries, args.seconds = 10_000, 2_000, 100, 4
+    corpus = Corpus()
+    payload: dict[str, Any] = {"machine": machine(sys.argv), "builds": {},
+                               "gc_rescan_seconds": args.gc_rescan_seconds}  # fmt: skip
+    payload["machine"]["http"] = _http_stack()
+    queries = {
+        size: [q.text for q in corpus.queries(args.queries, range(size))]
+        for size in {args.latency_size, args.throughput_size}
+    }
+    paths = {}
+    for size in sorted(queries):
+        paths[size], built = build_store(args.store_dir, size, corpus)
+        payload["builds"][size] = {"seconds": built, "reused": built is None}
+    if not args.skip_latency:
+        _latency(args, paths, queries, payload, serve)
     rows = throughput_phase(
         paths[args.throughput_size],
         queries[args.throughput_size],
         args.clients,
         args.seconds,
         args.workers,
+        serve,
     )
     payload["throughput"] = {
         "records": args.throughput_size,
@@ -414,7 +443,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ],
     )
     name = "rest-quick.json" if args.quick else "rest.json"
-    write_results(RESULTS / name, payload)
+    write_results(args.results or RESULTS / name, payload)
     return 0
 
 
