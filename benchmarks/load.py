@@ -245,11 +245,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with temp_dir("engram-load-") as scratch, _store(args, corpus, scratch) as served:
         payload["build_seconds"] = served.build_seconds
         payload["postgres_server"] = served.pg_settings
-        gc = [] if args.gc_rescan_seconds is None else ["--gc-rescan-seconds",
-                                                        str(args.gc_rescan_seconds)]  # fmt: skip
         with server(
-            served.path, args.workers, served.db, served.working, args.recall_concurrency, gc
-        ) as (url, key, pid):
+            served.path, args.workers, served.db, served.working, args.recall_concurrency,
+            args.gc_rescan_seconds,
+        ) as (url, key, pid):  # fmt: skip
             time.sleep(1.0 if args.workers > 1 else 0.0)  # every worker has its app
             payload["rss_start_mb"] = round(Family(pid).rss_mb(), 1)
             payload.update(_phases(args, url, key, pid, queries, served.postmaster))

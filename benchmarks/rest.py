@@ -97,13 +97,13 @@ def server(
     db: str | None = None,
     working: str | None = None,
     recall_concurrency: int | None = None,
-    extra: Sequence[str] = (),
+    gc_rescan_seconds: float | None = None,
 ) -> Iterator[tuple[str, str, int]]:
     """``engram serve`` on the SQLite file ``path`` (or on the store URL ``db``, the key
     file still beside ``path``) in a child process, working memory at ``working``
     (None: the default beside SQLite), ``--recall-concurrency`` (None: the server's
-    default), ``extra`` more options of ``engram serve``: its base URL, an API key and
-    its process id."""
+    default) and ``--gc-rescan-seconds`` (None: the server's default): its base URL, an
+    API key and its process id."""
     keys = path.with_name(path.name + "-bench-keys.json")
     keys.unlink(missing_ok=True)
     _, key = KeyFile(keys).create(TENANT)
@@ -127,7 +127,7 @@ def server(
         "--rate-limit",  # one key makes every call: measure the server, not the limit
         "0",
         *([] if recall_concurrency is None else ["--recall-concurrency", str(recall_concurrency)]),
-        *extra,
+        *([] if gc_rescan_seconds is None else ["--gc-rescan-seconds", str(gc_rescan_seconds)]),
     ]
     child = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
@@ -191,7 +191,7 @@ class Client:
 
 
 def latency_phase(
-    path: Path, queries: Sequence[str], warmup: int, serve: Sequence[str] = ()
+    path: Path, queries: Sequence[str], warmup: int, gc_rescan_seconds: float | None = None
 ) -> dict[str, Any]:
     """SDK and REST recall of the same queries, alternating which runs first. Wall
     times, and CPU time per call: the SDK's (this process during its calls), the
@@ -204,7 +204,7 @@ def latency_phase(
     cpu = {"sdk": 0.0, "client": 0.0, "server": 0.0}
     statuses: dict[str, int] = {}
     try:
-        with server(path, extra=serve) as (url, key, pid):
+        with server(path, gc_rescan_seconds=gc_rescan_seconds) as (url, key, pid):
             client = Client(url, key)
             for query in queries[:warmup]:
                 mem.recall(ctx, query)
@@ -277,12 +277,12 @@ def http_rates(
     levels: Sequence[int],
     seconds: float,
     workers: int,
-    serve: Sequence[str] = (),
+    gc_rescan_seconds: float | None = None,
 ) -> list[dict[str, Any]]:
     """Recalls per second over HTTP per number of clients, with ``workers`` processes
     (each warmed by a few seconds of untimed load first), and server CPU per recall."""
     rows = []
-    with server(path, workers, extra=serve) as (url, key, pid):
+    with server(path, workers, gc_rescan_seconds=gc_rescan_seconds) as (url, key, pid):
         _http_rate(url, key, queries, max(levels), min(seconds, 3.0))
         for level in levels:
             tick, served = time.perf_counter(), cpu_seconds(pid)
@@ -329,13 +329,13 @@ def throughput_phase(
     levels: Sequence[int],
     seconds: float,
     worker_counts: Sequence[int],
-    serve: Sequence[str] = (),
+    gc_rescan_seconds: float | None = None,
 ) -> list[dict[str, Any]]:
     """HTTP rates for each worker count against the SDK's rate at the same concurrency."""
     rows = [
         row
         for workers in worker_counts
-        for row in http_rates(path, queries, levels, seconds, workers, serve)
+        for row in http_rates(path, queries, levels, seconds, workers, gc_rescan_seconds)
     ]
     sdk = sdk_rates(path, queries, levels, seconds)
     for row in rows:
@@ -356,10 +356,10 @@ def _latency(
     paths: dict[int, Path],
     queries: dict[int, list[str]],
     payload: dict[str, Any],
-    serve: Sequence[str],
 ) -> None:
     """The latency phase: run, print, and put in ``payload``."""
-    latency = latency_phase(paths[args.latency_size], queries[args.latency_size], 20, serve)
+    size = args.latency_size
+    latency = latency_phase(paths[size], queries[size], 20, args.gc_rescan_seconds)
     latency["records"] = args.latency_size
     latency["p95_difference_ms"] = round(latency["rest"]["p95_ms"] - latency["sdk"]["p95_ms"], 3)
     latency["p95_ratio"] = ratio(latency["rest"]["p95_ms"], latency["sdk"]["p95_ms"])
@@ -395,8 +395,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--skip-latency", action="store_true", help="throughput phase only")
     parser.add_argument("--results", type=Path, help="results file (default: results/rest.json)")
     args = parser.parse_args(argv)
-    serve = [] if args.gc_rescan_seconds is None else ["--gc-rescan-seconds",
-                                                       str(args.gc_rescan_seconds)]  # fmt: skip
     if args.quick:
         args.latency_size, args.throughput_size, args.queries, args.seconds = 10_000, 2_000, 100, 4
     corpus = Corpus()
@@ -412,14 +410,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         paths[size], built = build_store(args.store_dir, size, corpus)
         payload["builds"][size] = {"seconds": built, "reused": built is None}
     if not args.skip_latency:
-        _latency(args, paths, queries, payload, serve)
+        _latency(args, paths, queries, payload)
     rows = throughput_phase(
         paths[args.throughput_size],
         queries[args.throughput_size],
         args.clients,
         args.seconds,
         args.workers,
-        serve,
+        args.gc_rescan_seconds,
     )
     payload["throughput"] = {
         "records": args.throughput_size,
