@@ -253,3 +253,38 @@ def test_workers_carry_the_policy_and_install_it(
         app.state.engram.close()
         policies = [cb for cb in gc.callbacks if isinstance(cb, FreezePolicy)]
         assert [p.rescan_seconds for p in policies] == ([5.0] if installed else [])
+
+
+def test_mcp_refuses_a_bad_rescan_interval_before_opening_the_store(tmp_path: Any) -> None:
+    from engram.cli import main
+
+    db = tmp_path / "never.db"
+    status = main(["--db", f"sqlite:///{db}", "mcp", "--tenant", "t", "--user", "u",
+                   "--gc-rescan-seconds", "-1"])  # fmt: skip
+    assert status != 0
+    assert not db.exists()
+
+
+@pytest.mark.parametrize(("flag", "installed"), [([], True), (["--gc-rescan-seconds", "0"], False)])
+def test_mcp_over_stdio_serves_with_the_policy(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, flag: list[str], installed: bool
+) -> None:
+    """``engram mcp`` serves with the policy installed (unless 0) and removes it after."""
+    pytest.importorskip("mcp")
+    from engram.cli import main
+    from engram.surfaces.mcp import server as mcp_server
+
+    seen: list[bool] = []
+
+    class Served:
+        def run(self, transport: str) -> None:
+            seen.append(any(isinstance(cb, FreezePolicy) for cb in gc.callbacks))
+
+    monkeypatch.setattr(mcp_server, "build_server", lambda mem, ctx: Served())
+    db = tmp_path / "mcp.db"
+    status = main(["--db", f"sqlite:///{db}", "--embedder", "hashing", "mcp",
+                   "--tenant", "t", "--user", "u", *flag])  # fmt: skip
+    assert status == 0
+    assert seen == [installed]
+    assert not any(isinstance(cb, FreezePolicy) for cb in gc.callbacks)
+    assert gc.get_freeze_count() == 0

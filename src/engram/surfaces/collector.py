@@ -27,6 +27,7 @@ to freeze it, so on those ``install`` leaves the collector alone.
 
 from __future__ import annotations
 
+import argparse
 import gc
 import math
 import sys
@@ -38,7 +39,7 @@ from typing import Any
 
 from engram.errors import ConfigError
 
-__all__ = ["DEFAULT_RESCAN_SECONDS", "FreezePolicy", "checked", "install"]
+__all__ = ["DEFAULT_RESCAN_SECONDS", "FreezePolicy", "add_option", "checked", "install"]
 
 DEFAULT_RESCAN_SECONDS = 600.0
 GROWTH = 1.25  # frozen objects past this multiple of the last full scan's: scan again
@@ -58,6 +59,17 @@ def checked(rescan_seconds: float) -> float:
     if not math.isfinite(seconds) or seconds < 0:
         raise ConfigError(f"gc rescan seconds must be finite and >= 0, not {rescan_seconds}")
     return seconds
+
+
+def add_option(parser: argparse.ArgumentParser, process: str = "each server process") -> None:
+    """Add ``--gc-rescan-seconds`` (``args.gc_rescan_seconds``) to a serving command."""
+    parser.add_argument(
+        "--gc-rescan-seconds", type=float, default=DEFAULT_RESCAN_SECONDS, metavar="S",
+        help=f"{process} freezes what survives a full garbage collection, so later ones "
+        "scan only new objects; one scans everything when the frozen objects grew by a "
+        "quarter or S seconds passed (default 600; 0: Python's own collection; nothing on "
+        "Python 3.14+, whose collector is incremental)",
+    )  # fmt: skip
 
 
 @dataclass(eq=False)  # compared by identity: gc.callbacks.remove finds this one

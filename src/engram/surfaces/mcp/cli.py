@@ -16,7 +16,10 @@ whoever connects, so it listens only on a loopback host (a remote host is
 ``ConfigError``, exit 3). A keyed HTTP server limits each key's rate as
 ``engram serve`` does (``--rate-limit``, ``--rate-burst``; 429 with
 ``Retry-After``). stdout belongs to the protocol over stdio: the command writes
-only to stderr.
+only to stderr. Like ``engram serve``, the process owns its interpreter, so it
+freezes what survives a full garbage collection (``--gc-rescan-seconds``,
+``engram.surfaces.collector``): the open store's in-memory engines stay out of
+later collections' scans.
 """
 
 from __future__ import annotations
@@ -25,11 +28,13 @@ import argparse
 import importlib
 import ipaddress
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from engram.cli.common import Commands, add_identity, context_of, opened
 from engram.errors import ConfigError
 from engram.scope import resolve
+from engram.surfaces import collector
 from engram.surfaces.principal import Authenticator
 
 if TYPE_CHECKING:
@@ -76,6 +81,7 @@ def add_command(commands: Commands) -> None:
     parser.add_argument("--rate-burst", type=int, default=200, metavar="N",
                         help="HTTP with keys: requests a key may make at once after a pause "
                         "(default 200)")  # fmt: skip
+    collector.add_option(parser, "the process")
     add_identity(parser)
     parser.set_defaults(func=_serve)
 
@@ -116,7 +122,8 @@ def _serve(args: argparse.Namespace) -> int:
     with opened(args) as mem:
         if args.transport == "stdio":
             print(f"engram mcp: stdio, tenant {ctx.tenant_id}, user {ctx.user_id}", file=sys.stderr)
-            build_server(mem, ctx).run("stdio")
+            server = build_server(mem, ctx)
+            _collected(args, lambda: server.run("stdio"))
             return 0
         app = (
             create_http_app(mem, authenticator, path=args.path, host=args.host, limiter=limiter)
@@ -125,8 +132,18 @@ def _serve(args: argparse.Namespace) -> int:
                 streamable_http_path=args.path, host=args.host, stateless_http=True
             )
         )
-        _run_http(app, args)
+        _collected(args, lambda: _run_http(app, args))
     return 0
+
+
+def _collected(args: argparse.Namespace, serve: Callable[[], None]) -> None:
+    """Run ``serve`` with the garbage-collection policy installed (after the store
+    and the server exist, so they are frozen with the rest) and removed after."""
+    uninstall = collector.install(args.gc_rescan_seconds)
+    try:
+        serve()
+    finally:
+        uninstall()
 
 
 def _checked(args: argparse.Namespace) -> Authenticator | None:
@@ -134,6 +151,7 @@ def _checked(args: argparse.Namespace) -> Authenticator | None:
     served safely (before the store opens or the SDK loads)."""
     options = (("--keys", args.mcp_keys), ("--authenticator", args.authenticator),
                ("--no-auth", args.no_auth))  # fmt: skip
+    collector.checked(args.gc_rescan_seconds)
     chosen = [name for name, given in options if given]
     if args.transport == "stdio" and chosen:
         raise ConfigError(f"{chosen[0]} is for --transport http; stdio serves one identity")

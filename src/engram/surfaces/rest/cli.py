@@ -27,7 +27,6 @@ from typing import Any
 
 from engram.errors import ConfigError, EngramError
 from engram.surfaces import collector
-from engram.surfaces.collector import DEFAULT_RESCAN_SECONDS
 from engram.surfaces.errors import outcome_for
 from engram.surfaces.rest.keys import ENV_KEYS, ENV_KEYS_FILE, KeyFile, KeyRing
 from engram.surfaces.rest.serve import (
@@ -205,12 +204,7 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument("--recall-queue-seconds", type=float, default=10.0, metavar="S",
                        help="how long a recall may wait for its turn before it is refused "
                        "503 with Retry-After (default 10)")  # fmt: skip
-    serve.add_argument("--gc-rescan-seconds", type=float, default=DEFAULT_RESCAN_SECONDS,
-                       metavar="S", help="each server process freezes what survives a full "
-                       "garbage collection, so later ones scan only new objects; one scans "
-                       "everything when the frozen objects grew by a quarter or S seconds "
-                       "passed (default 600; 0: Python's own collection; nothing on Python "
-                       "3.14+, whose collector is incremental)")  # fmt: skip
+    collector.add_option(serve)
     serve.add_argument("--workers", type=int, default=1,
                        help="server processes sharing the socket (default 1; more use more "
                        "cores, each holds its own indexes in memory)")  # fmt: skip
