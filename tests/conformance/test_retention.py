@@ -7,12 +7,16 @@ last write, confirmation or recall.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timedelta
 
 import pytest
 from tests.conftest import OpenMem
 
 from engram import Budget, Context, Engram, FrozenClock, Retention, Status
+from engram.scope import resolve
+from engram.store.contract import Touch
+from engram.store.predicate import Visibility
 
 BIG = Budget(max_items=10, max_tokens=10_000)
 
@@ -104,6 +108,54 @@ def test_recalls_close_together_renew_retention_once(
     record = mem.get(ctx, record_id)
     assert record.expires_at == later + year
     assert record.access_count == 3  # every access still counts
+
+
+def test_one_flush_of_several_recalls_counts_each_and_renews_from_the_latest(
+    store_url: str, open_mem: OpenMem, clock: FrozenClock, ctx: Context
+) -> None:
+    """Recalls queued together (two callers of the same user, another session) are
+    written by one flush (``store.accesses``): every recall counts, the access time is
+    the latest, and retention restarts as if each were written in turn (the access
+    a week on renews it, the one half a day after that is within the step)."""
+    mem = _mem(store_url, open_mem, clock)
+    text = "We traced the checkout latency spike to a cold connection pool."
+    written = mem.remember(ctx, text, type="episode")
+    assert written.record is not None
+    record_id, year = written.record.id, timedelta(days=365)
+    elsewhere = dataclasses.replace(ctx, session_id="s2")
+    moments = []
+    for caller, days in ((ctx, 100), (elsewhere, 1), (ctx, 7), (elsewhere, 0.5)):
+        moments.append(clock.advance(days=days))
+        assert record_id in mem.recall(caller, "checkout latency spike", budget=BIG).ids
+    mem.flush()
+    record = mem.get(ctx, record_id)
+    assert record.access_count == 4
+    assert record.last_accessed_at == moments[-1]
+    assert record.expires_at == moments[2] + year
+
+
+def test_a_touch_counts_only_what_its_visibility_may_read(
+    store_url: str, open_mem: OpenMem, clock: FrozenClock, ctx: Context
+) -> None:
+    """The store applies a touch under its caller's predicate: another tenant's or
+    user's touch naming a record (with one of its own) leaves the record as it was."""
+    mem = _mem(store_url, open_mem, clock)
+    mine = mem.remember(ctx, "The deploy window is Tuesday morning.", type="episode").record
+    theirs = mem.remember(dataclasses.replace(ctx, user_id="u2"), "Lunch is at noon.",
+                          type="episode").record  # fmt: skip
+    assert mine is not None
+    assert theirs is not None
+    later = clock.advance(days=30)
+    for other in (
+        dataclasses.replace(ctx, tenant_id="globex"),
+        dataclasses.replace(ctx, user_id="u2"),
+    ):
+        vis = Visibility.of(resolve(other))
+        mem.store.apply([Touch(vis, (mine.id, theirs.id), later), Touch(vis, (mine.id,), later)])
+    assert mem.get(ctx, mine.id) == mine
+    touched = mem.get(dataclasses.replace(ctx, user_id="u2"), theirs.id)
+    assert touched.access_count == 1  # the second touch did not name it
+    assert touched.last_accessed_at == later
 
 
 def test_a_confirmation_restarts_retention(

@@ -69,3 +69,29 @@ def test_touches_that_renew_nothing_are_heap_only_updates(store: Any, pg_url: st
     store.close()  # its connections' backends exit and report their counts
     updates, heap_only = _updates(pg_url, want=40)
     assert (updates, heap_only) == (40, 40)
+
+
+def test_a_flush_sends_one_update_per_visibility(store: Any) -> None:
+    """Forty recalls of one caller (overlapping picks) and two of another are three
+    ``UPDATE`` statements (``store.accesses``), not 42: each held the tenant's writer
+    lock about a millisecond longer. The counts still add up per record."""
+    records = [make_record(f"note {i} about the cache", expires_at=later(0) + YEAR)
+               for i in range(60)]  # fmt: skip
+    store.apply([contract.Insert(r, vector_for(r.content)) for r in records])
+    ids = [r.id for r in records]
+    other = Visibility("acme", "u1", "coder", ("session:s2", None, None, None))
+    tenant_wide = Visibility("acme", "u1", "", (None, None, None, None))
+    touches = [contract.Touch(VIS, tuple(ids[i % 50 : i % 50 + 10]), later(1 + i % 3))
+               for i in range(40)]  # fmt: skip
+    touches += [contract.Touch(other, tuple(ids[:3]), later(5)),
+                contract.Touch(tenant_wide, tuple(ids[:1]), later(6))]  # fmt: skip
+    sent: list[str] = []
+    store.tracer = lambda text, params: sent.append(text)
+    store.apply(touches)
+    store.tracer = None
+    assert sum(1 for text in sent if text.lstrip().startswith("UPDATE records")) == 3
+    expected = {rid: sum(rid in t.ids for t in touches) for rid in ids}
+    got = {r.id: r.access_count for r in store.read(VIS, ids)}
+    assert got == expected
+    (first,) = store.read(VIS, ids[:1])
+    assert first.last_accessed_at == later(6)

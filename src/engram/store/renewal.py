@@ -14,6 +14,13 @@ about 225 ms at 2,000 records (``docs/evaluation.md``, "Usage flushes on
 PostgreSQL"), holding the tenant's writer lock, so a ``remember`` behind it
 waited as long. Confirmations (a write) keep
 the exact renewal of ``commit.renewed_expiry``.
+
+A flush renews each record once per visibility that recalled it, from the
+latest of those accesses (``store.accesses``). Renewing at every access in turn
+gives an expiry in the same window, from the latest access + period less the
+step to the latest access + period (or the old expiry, if later), so the two
+differ by less than the step, and only where an access fell within the step of
+one that renewed.
 """
 
 from __future__ import annotations
@@ -31,15 +38,17 @@ def _per_retention(column: str, micros: dict[str, int]) -> str:
     return f"CASE {column} {arms} ELSE 0 END"
 
 
-def access_renewal(dialect: Dialect, alias: str = "") -> str:
-    """The new ``expires_at`` of a record accessed at the parameter ``now``, in
-    ``dialect`` (``alias``: the table's alias with its dot, or empty). NULL stays
-    NULL (permanent); otherwise ``now`` + period when that is later than the
-    current expiry by more than the step, else the current expiry."""
+def access_renewal(dialect: Dialect, alias: str = "", at: str | None = None) -> str:
+    """The new ``expires_at`` of a record accessed at ``at`` (an SQL expression in
+    microseconds; None: the parameter ``now``), in ``dialect`` (``alias``: the
+    table's alias with its dot, or empty). NULL stays NULL (permanent); otherwise
+    the access + period when that is later than the current expiry by more than
+    the step, else the current expiry."""
     periods = {r.value: int(p.total_seconds() * 1_000_000)
                for r, p in RETENTION_PERIODS.items() if p is not None}  # fmt: skip
     steps = {name: micros // ACCESS_RENEWAL_STEP for name, micros in periods.items()}
-    retention, expires, now = f"{alias}retention", f"{alias}expires_at", dialect.param("now")
+    retention, expires = f"{alias}retention", f"{alias}expires_at"
+    now = dialect.param("now") if at is None else at
     renewed = f"{now} + {_per_retention(retention, periods)}"
     return (
         f"CASE WHEN {expires} IS NULL THEN NULL"

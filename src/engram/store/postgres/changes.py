@@ -5,14 +5,13 @@ how a run of usage touches is sent."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 
 from engram.errors import StoreError
 from engram.store import contract
+from engram.store.accesses import coalesce
 from engram.store.postgres import sql
 from engram.store.postgres.session import Conn
-from engram.store.rows import to_micros
 from engram.types import Record
 
 __all__ = ["one_row", "tenant_of", "touch"]
@@ -54,10 +53,7 @@ def tenant_of(change: contract.Change) -> str:
 
 
 def touch(conn: Conn, touches: Sequence[contract.Touch]) -> None:
-    """Usage counts, in order: each run of touches with the same statement text (the
-    same predicate shape) in one ``executemany``, a single round trip in psycopg's
-    pipeline, not one per recall."""
-    queries = [sql.touch(t.vis, t.ids, to_micros(t.at) or 0) for t in touches if t.ids]
-    for text, group in itertools.groupby(queries, key=lambda query: query[0]):
-        with conn.cursor() as cur:
-            cur.executemany(text, [params for _, params in group])
+    """The accesses of a run of touches (a usage flush): one statement per
+    visibility (``store.accesses``), not one per recall."""
+    for accesses in coalesce(touches):
+        conn.execute(*sql.touch(accesses))

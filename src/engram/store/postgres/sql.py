@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from engram.store.accesses import Accesses
 from engram.store.dialect import POSTGRES
 from engram.store.predicate import OwnerSlot, Subject, Tenant, Visibility
 from engram.store.renewal import access_renewal
@@ -247,18 +248,25 @@ def slot_by_hash(slot: OwnerSlot, content_hash: str, statuses: Sequence[str]) ->
     return sql, {**params, "hash": content_hash, "statuses": list(statuses)}
 
 
-_RENEWAL = access_renewal(POSTGRES, "r.")
+_RENEWAL = access_renewal(POSTGRES, "r.", "u.at")
 
 
-def touch(vis: Visibility, ids: Sequence[str], now_us: int) -> Query:
-    """Count one access of each visible record among ``ids`` and renew its retention
-    (``store.renewal``: recalls close together renew once)."""
-    cond, params = _cond(vis)
+def touch(accesses: Accesses) -> Query:
+    """Add ``accesses`` (each id once: ``store.accesses``) to the records among them
+    the visibility may read: the count, the latest access time (``GREATEST``: never
+    moved back; it ignores NULL) and the retention renewed from it
+    (``store.renewal``: accesses close together renew once). One statement for a
+    flush's accesses under one visibility; the arrays are bound, the text constant."""
+    cond, params = _cond(accesses.vis)
     sql = (
-        "UPDATE records AS r SET access_count = r.access_count + 1, last_accessed_at = %(now)s,"
-        f" expires_at = {_RENEWAL} WHERE r.id = ANY(%(ids)s::text[]) AND {cond}"
+        "UPDATE records AS r SET access_count = r.access_count + u.n,"
+        f" last_accessed_at = GREATEST(r.last_accessed_at, u.at), expires_at = {_RENEWAL}"
+        " FROM unnest(%(ids)s::text[], %(counts)s::int[], %(ats)s::bigint[]) AS u(id, n, at)"
+        f" WHERE r.id = u.id AND {cond}"
     )
-    return sql, {**params, "ids": list(ids), "now": now_us}
+    extra = {"ids": list(accesses.ids), "counts": list(accesses.counts),
+             "ats": list(accesses.ats)}  # fmt: skip
+    return sql, {**params, **extra}
 
 
 def unlink_contests(tenant: Tenant, ids: Sequence[str], now_us: int) -> Query:

@@ -17,7 +17,6 @@ hash inside that same lock.
 
 from __future__ import annotations
 
-import itertools
 import json
 import secrets
 from collections.abc import Sequence
@@ -27,6 +26,7 @@ from numpy.typing import NDArray
 
 from engram.errors import IndexMismatch, InvalidArgument, StoreError
 from engram.store import tombstones
+from engram.store.accesses import coalesce
 from engram.store.audit import GENESIS, AuditEntry, entry_hash
 from engram.store.contract import (
     AddTombstones,
@@ -187,15 +187,18 @@ class Writes(Shares):
             raise StoreError(f"no record {record.id!r} in tenant {record.tenant_id!r} to update")
 
     def _touch(self, touches: Sequence[Touch]) -> None:
-        """Count one access of each visible record of each touch, in order: each run
-        of touches with the same predicate shape in one prepared statement (a
-        background flush writes a second's recalls at once, so it holds the GIL
-        briefly). Order matters: an access renews retention only past a step
-        (``store.renewal``) and sets ``last_accessed_at``, as on PostgreSQL."""
-        rows = [(sql.touch(t.vis), t) for t in touches]
-        for text, run in itertools.groupby(rows, key=lambda row: row[0][0]):
-            self._run_many(text, [{**params, "ids": json.dumps(list(t.ids)),
-                                   "now": to_micros(t.at)} for (_, params), t in run])  # fmt: skip
+        """The accesses of a run of touches: one statement per visibility
+        (``store.accesses``; on SQLite before 3.35 one prepared statement run for
+        each record), so a flush of a second's recalls holds the GIL briefly."""
+        for accesses in coalesce(touches):
+            rows = list(zip(accesses.ids, accesses.counts, accesses.ats, strict=True))
+            if sql.ACCESSES_IN_ONE:
+                text, params = sql.touch(accesses.vis)
+                self._run(text, {**params, "accesses": json.dumps(rows)})
+                continue
+            text, params = sql.touch_one(accesses.vis)
+            self._run_many(text, [{**params, "id": record_id, "n": n, "at": at}
+                                  for record_id, n, at in rows])  # fmt: skip
 
     # -- vector model, meta, audit (write side) ------------------------------------
 
