@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
-import subprocess
 import sys
 import time
 import uuid
@@ -106,26 +104,6 @@ def _serve(mem: Any, records: int, recalls: int, picks: int) -> None:
     mem.close()
 
 
-def _start(src: str, admin: str, args: argparse.Namespace) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{HERE.parent}"}
-    command = [sys.executable, str(HERE), "--worker", admin, "--records", str(args.records),
-               "--recalls", str(args.recalls), "--picks", str(args.picks)]  # fmt: skip
-    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            env=env)  # fmt: skip
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "ready"
-    return proc
-
-
-def _ask(proc: subprocess.Popen[str], line: str) -> dict[str, float]:
-    assert proc.stdin is not None
-    assert proc.stdout is not None
-    proc.stdin.write(line + "\n")
-    proc.stdin.flush()
-    answer: dict[str, float] = json.loads(proc.stdout.readline())
-    return answer
-
-
 def _summary(old: list[dict[str, float]], new: list[dict[str, float]]) -> dict[str, Any]:
     a, b = [r["flush_ms"] for r in old], [r["flush_ms"] for r in new]
     p95 = max(0, round(len(a) * 0.95) - 1)
@@ -157,18 +135,14 @@ def main(argv: list[str]) -> None:
         parser.error("--old-src is required")
     from backends_infra import pg_server
     from common import machine, print_table, write_results
+    from paired import take_turns
 
     new_src = str(HERE.parents[1] / "src")
     with nullcontext(("sqlite", "", {})) if args.sqlite else pg_server("256MB") as (admin, _, _):
-        procs = {"old": _start(args.old_src, admin, args), "new": _start(new_src, admin, args)}
-        rounds: dict[str, list[dict[str, float]]] = {"old": [], "new": []}
-        for n in range(-2, args.rounds):  # rounds -2 and -1 warm both up
-            for side in ("old", "new") if n % 2 == 0 else ("new", "old"):
-                answer = _ask(procs[side], f"round {n}")
-                if n >= 0:
-                    rounds[side].append(answer)
-        for proc in procs.values():
-            _quit(proc)
+        worker_args = ["--worker", admin, "--records", str(args.records),
+                       "--recalls", str(args.recalls), "--picks", str(args.picks)]  # fmt: skip
+        sources = {"old": args.old_src, "new": new_src}
+        rounds = take_turns(HERE, sources, worker_args, args.rounds, warmup=2)
     summary = _summary(rounds["old"], rounds["new"])
     backend = "sqlite" if args.sqlite else "postgresql"
     print_table(f"one flush of {args.recalls} recalls x {args.picks} picks, {args.records} "
@@ -181,13 +155,6 @@ def main(argv: list[str]) -> None:
                             "backend": backend, "rounds": args.rounds, "records": args.records,
                             "recalls": args.recalls, "picks": args.picks, "summary": summary,
                             "raw": rounds})  # fmt: skip
-
-
-def _quit(proc: subprocess.Popen[str]) -> None:
-    assert proc.stdin is not None
-    proc.stdin.write("quit\n")
-    proc.stdin.flush()
-    proc.wait(60)
 
 
 if __name__ == "__main__":

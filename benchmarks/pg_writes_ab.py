@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 import uuid
@@ -101,26 +99,6 @@ def _serve(mem: Any, size: int) -> None:
     mem.close()
 
 
-def _start(src: str, admin: str, size: int) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": src}
-    proc = subprocess.Popen(
-        [sys.executable, str(HERE), "--worker", admin, "--size", str(size)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "ready"
-    return proc
-
-
-def _ask(proc: subprocess.Popen[str], line: str) -> dict[str, float]:
-    assert proc.stdin is not None
-    assert proc.stdout is not None
-    proc.stdin.write(line + "\n")
-    proc.stdin.flush()
-    answer: dict[str, float] = json.loads(proc.stdout.readline())
-    return answer
-
-
 def _summary(old: list[dict[str, float]], new: list[dict[str, float]]) -> dict[str, Any]:
     out = {}
     for kind in old[0]:
@@ -152,19 +130,13 @@ def main(argv: list[str]) -> None:
         parser.error("--old-src is required")
     from backends_infra import pg_server
     from common import machine, print_table, write_results
+    from paired import take_turns
 
     new_src = str(HERE.parents[1] / "src")
     with nullcontext(("sqlite", "", {})) if args.sqlite else pg_server("256MB") as (admin, _, _):
-        procs = {"old": _start(args.old_src, admin, args.size),
-                 "new": _start(new_src, admin, args.size)}  # fmt: skip
-        rounds: dict[str, list[dict[str, float]]] = {"old": [], "new": []}
-        for n in range(-1, args.rounds):  # round -1 warms both up
-            for side in ("old", "new") if n % 2 == 0 else ("new", "old"):
-                answer = _ask(procs[side], f"round {n}")
-                if n >= 0:
-                    rounds[side].append(answer)
-        for proc in procs.values():
-            _ask_quit(proc)
+        worker_args = ["--worker", admin, "--size", str(args.size)]
+        sources = {"old": args.old_src, "new": new_src}
+        rounds = take_turns(HERE, sources, worker_args, args.rounds, warmup=1)
     summary = _summary(rounds["old"], rounds["new"])
     print_table(f"paired rounds ({args.rounds}), old = {args.old_src}",
                 ["step", "old p50", "new p50", "old p95", "new p95", "old/new (median)"],
@@ -174,13 +146,6 @@ def main(argv: list[str]) -> None:
                             "backend": "sqlite" if args.sqlite else "postgresql",
                             "rounds": args.rounds, "size": args.size, "summary": summary,
                             "raw": rounds})  # fmt: skip
-
-
-def _ask_quit(proc: subprocess.Popen[str]) -> None:
-    assert proc.stdin is not None
-    proc.stdin.write("quit\n")
-    proc.stdin.flush()
-    proc.wait(60)
 
 
 if __name__ == "__main__":
